@@ -1,0 +1,30 @@
+"""arrowdev: Arrow data on GPUs (and CPUs), exchanged zero-copy with correct ownership.
+
+>>> import pyarrow as pa
+>>> import arrowdev as ad
+>>> col = ad.column(pa.array([1, 2, None]))
+>>> pa.array(col).to_pylist()
+[1, 2, None]
+"""
+
+from . import debug
+from .column import ArrowColumn, BufferInfo, column
+from .errors import ArrowDevError, DeviceUnavailableError, InvalidArrowError
+from .table import ArrowTable, table
+from .types import DataType, Device
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArrowColumn",
+    "ArrowDevError",
+    "ArrowTable",
+    "BufferInfo",
+    "DataType",
+    "Device",
+    "DeviceUnavailableError",
+    "InvalidArrowError",
+    "column",
+    "debug",
+    "table",
+]

@@ -1,0 +1,116 @@
+"""Import: any Arrow producer -> a DataType and held arrays (``CDeviceArray``), zero-copy.
+
+The protocols are tried in one fixed order, device before CPU and a stream before a single array
+(a single-array export of chunked data would concatenate):
+
+1. ``__arrow_c_device_stream__``   2. ``__arrow_c_device_array__``
+3. ``__arrow_c_stream__``          4. ``__arrow_c_array__``
+
+Bare capsules work too: a stream capsule, or a ``(schema, array)`` capsule pair as the array
+protocols return it. Python sequences and NumPy arrays go through ``pyarrow.array`` first.
+Every array is checked against its type before arrowdev hands it out (design.md O7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _capsules, layout
+from .errors import InvalidArrowError
+from .types import DataType
+
+_PROTOCOLS = ("__arrow_c_device_stream__", "__arrow_c_device_array__", "__arrow_c_stream__",
+              "__arrow_c_array__")
+
+
+_capsule_name = _capsules.capsule_name
+
+
+def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
+    """The type and the arrays of any Arrow producer (see the module docstring)."""
+    if isinstance(obj, tuple) and len(obj) == 2 and _capsule_name(obj[0]) == "arrow_schema":
+        return _from_pair(obj[0], obj[1])
+    name = _capsule_name(obj)
+    if name is not None:
+        return _from_capsule(obj, name, schema)
+    requested = None if schema is None else DataType.from_arrow(schema).__arrow_c_schema__()
+    for protocol in _PROTOCOLS:
+        method = getattr(obj, protocol, None)
+        if method is not None:
+            exported = method(requested) if requested is not None else method()
+            if protocol.endswith("stream__"):
+                return read_stream(exported)
+            return _from_pair(*exported)
+    if isinstance(obj, (list, range)) or type(obj).__module__ == "numpy":
+        import pyarrow as pa
+
+        return read_arrow(pa.array(obj, type=None if schema is None else DataType.from_arrow(schema).to_pyarrow()))
+    raise TypeError(
+        "expected an Arrow object (one with __arrow_c_device_stream__, __arrow_c_device_array__, "
+        f"__arrow_c_stream__ or __arrow_c_array__), a capsule, a list or a NumPy array, got {type(obj).__name__}")
+
+
+def _from_capsule(capsule: Any, name: str, schema: Any) -> tuple[DataType, list[Any]]:
+    if name in ("arrow_array_stream", "arrow_device_array_stream"):
+        return read_stream(capsule)
+    if name in ("arrow_array", "arrow_device_array"):
+        if schema is None:
+            raise TypeError(f"a bare {name} capsule needs its schema: pass schema=, or a (schema, array) pair")
+        return _from_pair(DataType.from_arrow(schema).__arrow_c_schema__(), capsule)
+    raise ValueError(
+        "expected a capsule named arrow_array_stream, arrow_device_array_stream, arrow_array or "
+        f"arrow_device_array, got one named {name!r}")
+
+
+def _from_pair(schema_capsule: Any, array_capsule: Any) -> tuple[DataType, list[Any]]:
+    dtype = DataType.from_arrow(schema_capsule)
+    dtype._view  # parse the format string now: a malformed one raises before the array is moved
+    if _capsule_name(array_capsule) == "arrow_device_array":
+        held = _capsules.import_device_array(array_capsule)
+    else:
+        held = _capsules.import_array(array_capsule)
+    check_tree(dtype, held.tree())
+    return dtype, [held]
+
+
+def read_stream(capsule: Any) -> tuple[DataType, list[Any]]:
+    """Drains a stream capsule: the schema, then every array, each checked."""
+    stream = _capsules.import_stream(capsule)
+    try:
+        dtype = DataType.from_arrow(stream.get_schema())
+        dtype._view
+        arrays = []
+        while (held := stream.get_next()) is not None:
+            check_tree(dtype, held.tree())
+            arrays.append(held)
+        return dtype, arrays
+    finally:
+        stream.release()
+
+
+def check_tree(dtype: DataType, tree: tuple, path: str = "array") -> None:
+    """Checks every node of a held tree (from ``CDeviceArray.tree()``) against its type."""
+    length, offset, null_count, buffers, children, dictionary = tree
+    layout.check_node(dtype, length, len(buffers), len(children), dictionary is not None, path)
+    if dictionary is not None:
+        check_tree(dtype.value_type, dictionary, path + ".dictionary")
+    if null_count > length:
+        raise InvalidArrowError(f"{path}: null_count {null_count} exceeds length {length}")
+    for i, (child_type, child) in enumerate(zip(dtype.children, children)):
+        check_tree(child_type, child, f"{path}.children[{i}]")
+    _check_child_lengths(dtype, length, offset, children, path)
+
+
+def _check_child_lengths(dtype: DataType, length: int, offset: int, children: tuple, path: str) -> None:
+    """Children that must cover the parent's range (struct, fixed_size_list, sparse union)."""
+    storage = dtype.storage_id
+    if storage in ("struct", "sparse_union"):
+        need = offset + length
+    elif storage == "fixed_size_list":
+        need = (offset + length) * (dtype.fixed_size or 0)
+    else:
+        return
+    for i, child in enumerate(children):
+        if child[0] < need:
+            raise InvalidArrowError(
+                f"{path}.children[{i}]: a {dtype.id} child needs length >= {need}, got {child[0]}")

@@ -1,0 +1,350 @@
+"""ArrowColumn: one column of Arrow data on any device, held zero-copy, in one or more chunks.
+
+>>> import pyarrow as pa
+>>> import arrowdev as ad
+>>> col = ad.column(pa.chunked_array([["a", "bc"], [None, "d"]]))
+>>> len(col), col.num_chunks, col.null_count, col.type
+(4, 2, 1, DataType(string))
+>>> col[1:3].to_pylist()
+['bc', None]
+>>> pa.array(col)  # a single-array export of two chunks concatenates (the one copy)
+<pyarrow.lib.StringArray object at ...>
+[
+  "a",
+  "bc",
+  null,
+  "d"
+]
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from . import layout
+from ._from_arrow import check_tree, read_arrow
+from ._to_arrow import array_capsules, cheap_target, check_kwargs, stream_capsule
+from .errors import DeviceUnavailableError, InvalidArrowError
+from .types import DataType, Device
+
+__all__ = ["ArrowColumn", "BufferInfo", "column"]
+
+_PREVIEW_ROWS = 10
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    """One buffer of one node of one chunk: where it is and how many bytes the node uses."""
+
+    chunk: int
+    node: str  # "" for the top node, else a path such as "children[0].dictionary"
+    index: int
+    role: str  # validity, data, offsets, sizes, views, type_ids, variadic_data, variadic_sizes
+    address: int
+    size: int
+    device: Device
+
+
+def reader_for(device: Device) -> layout.Reader:
+    """The function that reads bytes of memory on ``device`` to the host."""
+    if device.is_cpu_readable:
+        return layout.read_cpu
+    raise DeviceUnavailableError(
+        f"reading {device.type} memory needs arrowdev's CUDA support, which is not available here")
+
+
+def struct_field(held: Any, index: int) -> Any:
+    """Child ``index`` of a held struct array, as its own array over the struct's rows (a struct's
+    offset applies to its children)."""
+    child = held.child(index)
+    if held.offset or child.length != held.length:
+        child = child.slice(child.offset + held.offset, held.length, 0 if child.null_count == 0 else -1)
+    return child
+
+
+class ArrowColumn:
+    """A column of Arrow data: a type and zero or more chunks, all on one device.
+
+    Build one with :func:`arrowdev.column` (``ArrowColumn.from_arrow``) from any Arrow producer.
+    It exports every Arrow PyCapsule protocol; nothing is copied except where a method says so.
+    """
+
+    __slots__ = ("_type", "_chunks", "_nulls", "__weakref__")
+
+    def __init__(self, dtype: DataType, chunks: list[Any]) -> None:
+        self._type = dtype
+        self._chunks = list(chunks)
+        self._nulls: list[int | None] = [c.null_count if c.null_count >= 0 else None for c in self._chunks]
+        if len({(c.device_type, c.device_id) for c in self._chunks}) > 1:
+            raise ValueError("expected every chunk of a column on one device, got chunks on several")
+
+    @classmethod
+    def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowColumn:
+        """A column from any Arrow producer (see :mod:`arrowdev._from_arrow` for the order in
+        which the protocols are tried), zero-copy. ``schema`` is passed on as the requested schema,
+        or gives the type of a bare array capsule."""
+        if isinstance(obj, ArrowColumn) and schema is None:
+            return obj
+        dtype, arrays = read_arrow(obj, schema)
+        return cls(dtype, arrays)
+
+    # ---- introspection ------------------------------------------------------------------------
+
+    @property
+    def type(self) -> DataType:
+        return self._type
+
+    @property
+    def name(self) -> str | None:
+        """The field name that came with the data (``None`` or ``''`` when unnamed)."""
+        return self._type.name
+
+    def __len__(self) -> int:
+        return sum(c.length for c in self._chunks)
+
+    @property
+    def num_chunks(self) -> int:
+        return len(self._chunks)
+
+    @property
+    def chunks(self) -> list[ArrowColumn]:
+        """Each chunk as a column of its own (zero-copy)."""
+        return [self._derive([c], [n]) for c, n in zip(self._chunks, self._nulls)]
+
+    @property
+    def device(self) -> Device:
+        if not self._chunks:
+            return Device.cpu()
+        return Device.from_code(self._chunks[0].device_type, self._chunks[0].device_id)
+
+    @property
+    def null_count(self) -> int:
+        """Nulls in the column, computed from the validity bitmaps where the producer said -1."""
+        return sum(self._chunk_null_count(i) for i in range(len(self._chunks)))
+
+    def _chunk_null_count(self, i: int) -> int:
+        n = self._nulls[i]
+        if n is None:
+            c = self._chunks[i]
+            validity = c.buffers[0] if c.n_buffers else 0
+            n = layout.null_count(self._type, c.offset, c.length, validity, reader_for(self.device))
+            self._nulls[i] = n
+        return n
+
+    @property
+    def buffers(self) -> list[BufferInfo]:
+        """Every buffer of every node (top, children depth first, then the dictionary) of every
+        chunk, with the bytes the node uses from the buffer's start."""
+        read, device = reader_for(self.device), self.device
+        out: list[BufferInfo] = []
+        for i, chunk in enumerate(self._chunks):
+            out.extend(_node_buffers(self._type, chunk.tree(), "", i, read, device))
+        return out
+
+    @property
+    def children(self) -> list[ArrowColumn]:
+        """The child arrays exactly as stored (for a struct, not adjusted for the struct's offset:
+        use :meth:`field` for that)."""
+        return [self._child_column(t, [c.child(i) for c in self._chunks]) for i, t in enumerate(self._type.children)]
+
+    @property
+    def dictionary(self) -> ArrowColumn | None:
+        """The dictionary values of a dictionary column (one chunk per chunk), else None."""
+        value_type = self._type.value_type
+        if value_type is None:
+            return None
+        return self._child_column(value_type, [c.dictionary() for c in self._chunks])
+
+    def field(self, key: int | str) -> ArrowColumn:
+        """Child ``key`` (index or name) of a struct column over the struct's rows, zero-copy.
+        As in PyArrow's ``StructArray.field``, the struct's own validity is not applied."""
+        if self._type.storage_id != "struct":
+            raise TypeError(f"expected a struct column, got {self._type}")
+        names = self._type.field_names
+        index = names.index(key) if isinstance(key, str) and key in names else key
+        if not isinstance(index, int) or not 0 <= index < len(names):
+            raise KeyError(f"no field {key!r}: the fields are {names}")
+        return self._child_column(self._type.children[index], [struct_field(c, index) for c in self._chunks])
+
+    def rename(self, name: str) -> ArrowColumn:
+        """The same column (zero-copy) under another field name."""
+        out = ArrowColumn(self._type.with_name(name), self._chunks)
+        out._nulls = list(self._nulls)
+        return out
+
+    def _child_column(self, dtype: DataType, chunks: list[Any]) -> ArrowColumn:
+        return ArrowColumn(dtype, chunks)
+
+    def _derive(self, chunks: list[Any], nulls: list[int | None]) -> ArrowColumn:
+        out = ArrowColumn(self._type, chunks)
+        out._nulls = list(nulls)
+        return out
+
+    # ---- slicing -----------------------------------------------------------------------------
+
+    def slice(self, offset: int = 0, length: int | None = None) -> ArrowColumn:
+        """Rows [offset, offset + length), zero-copy (length is clipped to the end, as PyArrow does)."""
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError(f"expected offset >= 0 and length >= 0, got {offset} and {length}")
+        total = len(self)
+        start = min(offset, total)
+        stop = total if length is None else min(start + length, total)
+        chunks, nulls = [], []
+        for i, (chunk, first) in enumerate(zip(self._chunks, self._chunk_starts())):
+            lo, hi = max(start, first), min(stop, first + chunk.length)
+            if lo >= hi:
+                continue
+            if hi - lo == chunk.length:
+                chunks.append(chunk)
+                nulls.append(self._nulls[i])
+            else:
+                known = 0 if self._nulls[i] == 0 else -1
+                chunks.append(chunk.slice(chunk.offset + lo - first, hi - lo, known))
+                nulls.append(0 if known == 0 else None)
+        return self._derive(chunks, nulls)
+
+    def _chunk_starts(self) -> list[int]:
+        return list(itertools.accumulate((c.length for c in self._chunks), initial=0))[:-1]
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1:
+                raise ValueError(f"expected a slice with step 1 (slices are zero-copy), got step {step}")
+            return self.slice(start, max(stop - start, 0))
+        if isinstance(key, int):
+            n = len(self)
+            index = key + n if key < 0 else key
+            if not 0 <= index < n:
+                raise IndexError(f"index {key} out of range for a column of length {n}")
+            return self.slice(index, 1).to_pylist()[0]
+        raise TypeError(f"expected an int or a slice, got {type(key).__name__}")
+
+    # ---- checks and conversions --------------------------------------------------------------
+
+    def validate(self, *, full: bool = False) -> None:
+        """Checks the structure of every chunk against the type (always done on import); with
+        ``full=True`` also the data (offsets in order and in range, union ids, run ends) through
+        PyArrow's full validation, on a host copy for device data. Raises InvalidArrowError."""
+        for chunk in self._chunks:
+            check_tree(self._type, chunk.tree())
+        if full:
+            import pyarrow as pa
+
+            try:
+                self.to_pyarrow().validate(full=True)
+            except (pa.ArrowInvalid, pa.ArrowException) as e:
+                raise InvalidArrowError(f"invalid {self._type} data: {e}") from e
+
+    def to_pyarrow(self) -> Any:
+        """A ``pyarrow.ChunkedArray`` over the same buffers (device data is copied to host)."""
+        from .interop.pyarrow import to_chunked_array
+
+        return to_chunked_array(self)
+
+    def to_pylist(self) -> list[Any]:
+        """The values as Python objects (device data is copied to host)."""
+        return self.to_pyarrow().to_pylist()
+
+    def equals(self, other: Any) -> bool:
+        """True when ``other`` (any Arrow producer) has the same type and values."""
+        other = ArrowColumn.from_arrow(other)
+        return self._type == other._type and self.to_pyarrow().equals(other.to_pyarrow())
+
+    def __repr__(self) -> str:
+        device = self.device
+        head = (f"<arrowdev.ArrowColumn type={self._type} length={len(self)} "
+                f"chunks={self.num_chunks} device={device.type}:{device.id}>")
+        if not device.is_cpu_readable:
+            return head
+        rows = self.slice(0, _PREVIEW_ROWS).to_pylist()
+        return f"{head}\n{rows!r}" + (" ..." if len(self) > _PREVIEW_ROWS else "")
+
+    # ---- exports -----------------------------------------------------------------------------
+
+    def __arrow_c_schema__(self) -> Any:
+        return self._type.__arrow_c_schema__()
+
+    def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+        """(schema, device array) capsules; never copies unless the column has several chunks
+        (then they are concatenated, on the CPU only for now) or a cheap cast is requested."""
+        check_kwargs(kwargs)
+        col = self._as_requested(requested_schema)
+        held, nulls = col._one_array()
+        return array_capsules(col._type, held, nulls, device=True)
+
+    def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+        """(schema, array) capsules; device data is copied to host first (O6), several chunks
+        are concatenated (the one copy of a CPU column)."""
+        check_kwargs(kwargs)
+        col = self._on_cpu()._as_requested(requested_schema)
+        held, nulls = col._one_array()
+        return array_capsules(col._type, held, nulls, device=False)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
+        """A stream capsule of the chunks, zero-copy (device data is copied to host first, O6)."""
+        check_kwargs(kwargs)
+        col = self._on_cpu()._as_requested(requested_schema)
+        return stream_capsule(col._type, col._exportable_chunks(), device=False)
+
+    def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
+        """A device stream capsule of the chunks, zero-copy, on the column's device."""
+        check_kwargs(kwargs)
+        col = self._as_requested(requested_schema)
+        return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
+
+    def _exportable_chunks(self) -> list[Any]:
+        """The chunks, each carrying a computed null count (O5: -1 is computed, not passed on)."""
+        out = []
+        for i, chunk in enumerate(self._chunks):
+            n = self._chunk_null_count(i)
+            out.append(chunk if chunk.null_count == n else chunk.slice(chunk.offset, chunk.length, n))
+        return out
+
+    def _one_array(self) -> tuple[Any, int]:
+        if len(self._chunks) == 1:
+            return self._chunks[0], self._chunk_null_count(0)
+        from .interop.pyarrow import concatenate
+
+        merged = concatenate(self._on_cpu() if not self.device.is_cpu_readable else self)
+        return merged._chunks[0], merged._chunk_null_count(0)
+
+    def _as_requested(self, requested_schema: Any) -> ArrowColumn:
+        target = cheap_target(self._type, requested_schema)
+        if target is None or not self.device.is_cpu_readable:
+            return self
+        from .interop.pyarrow import cast
+
+        return cast(self, target)
+
+    def _on_cpu(self) -> ArrowColumn:
+        if self.device.is_cpu_readable:
+            return self
+        raise DeviceUnavailableError(
+            f"this column is on {self.device.type}:{self.device.id}; a CPU export needs a host copy, "
+            "which needs arrowdev's CUDA support")
+
+
+def _node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: layout.Reader,
+                  device: Device) -> Iterator[BufferInfo]:
+    length, offset, _, buffers, children, dictionary = tree
+    for index, (spec, address) in enumerate(zip(layout.buffer_specs(dtype, offset, length, buffers, read), buffers)):
+        yield BufferInfo(chunk, path, index, spec.role, address, spec.size if address else 0, device)
+    sep = "." if path else ""
+    for i, (child_type, child) in enumerate(zip(dtype.children, children)):
+        yield from _node_buffers(child_type, child, f"{path}{sep}children[{i}]", chunk, read, device)
+    if dictionary is not None:
+        yield from _node_buffers(dtype.value_type, dictionary, f"{path}{sep}dictionary", chunk, read, device)
+
+
+def column(obj: Any, schema: Any = None) -> ArrowColumn:
+    """A column from any Arrow producer, zero-copy: same as :meth:`ArrowColumn.from_arrow`.
+
+    >>> import pyarrow as pa, arrowdev as ad
+    >>> ad.column(pa.array([1, None, 3])).to_pylist()
+    [1, None, 3]
+    """
+    return ArrowColumn.from_arrow(obj, schema)

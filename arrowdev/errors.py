@@ -1,0 +1,23 @@
+"""arrowdev's exception types.
+
+Failures inside arrowdev derive from :class:`ArrowDevError`. Each also derives from the built-in
+type a caller would catch without knowing arrowdev (``ValueError`` for bad data, ``RuntimeError``
+for a missing device), so both ``except ArrowDevError`` and ``except ValueError`` work. Bad
+arguments raise plain ``TypeError`` / ``ValueError`` worded "expected X, got Y".
+"""
+
+__all__ = ["ArrowDevError", "InvalidArrowError", "DeviceUnavailableError"]
+
+
+class ArrowDevError(Exception):
+    """Base class of every failure raised by arrowdev itself."""
+
+
+class InvalidArrowError(ArrowDevError, ValueError):
+    """Arrow data or a capsule that breaks the Arrow C Data interface: a released or consumed
+    struct, a malformed tree, a format string or buffer count that does not fit the type, offsets
+    that run past the data."""
+
+
+class DeviceUnavailableError(ArrowDevError, RuntimeError):
+    """A GPU feature was asked for where no GPU, driver or GPU library (CuPy) is available."""

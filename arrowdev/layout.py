@@ -1,0 +1,151 @@
+"""What each Arrow type's buffers are, how large they are, and how many nulls an array has.
+
+One set of rules serves every type-aware feature: buffer sizes (``ArrowColumn.buffers``), null
+counts, the structural checks made on import, and later the host/device copies, which copy just
+the bytes in range. The rules read memory only through a ``read(address, nbytes) -> bytes``
+function, so they work the same on CPU and device memory.
+
+Why not nanoarrow's ``ArrowArrayView``: it computes the same sizes, but reads the offsets
+buffers in place, which only works for CPU memory. For CPU data, full validation (offsets
+monotonic and in range) is left to PyArrow's ``validate(full=True)``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .errors import InvalidArrowError
+from .types import DataType
+
+Reader = Callable[[int, int], bytes]
+
+_OFFSETS32 = {"string", "binary", "list", "map"}
+_OFFSETS64 = {"large_string", "large_binary", "large_list"}
+_VIEWS = {"string_view", "binary_view"}
+_LIST_VIEWS = {"list_view": 4, "large_list_view": 8}
+_BYTES = {"string", "binary", "large_string", "large_binary"}
+_NO_VALIDITY = {"na", "run_end_encoded", "sparse_union", "dense_union"}
+_ONE_CHILD = {"list", "large_list", "fixed_size_list", "map", "list_view", "large_list_view"}
+
+
+def read_cpu(address: int, nbytes: int) -> bytes:
+    """Reads CPU memory at an address (the CPU ``Reader``)."""
+    return ctypes.string_at(address, nbytes) if nbytes else b""
+
+
+def _read_int(read: Reader, address: int, index: int, width: int) -> int:
+    return int.from_bytes(read(address + index * width, width), "little", signed=True)
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """One buffer of a node: its role, and its size in bytes for the node's offset + length."""
+
+    role: str  # validity, data, offsets, sizes, views, type_ids, variadic_data, variadic_sizes
+    size: int
+
+
+def expected_children(dtype: DataType) -> int:
+    storage = dtype.storage_id
+    if storage in ("struct", "sparse_union", "dense_union"):
+        return len(dtype.children)
+    if storage in _ONE_CHILD:
+        return 1
+    return 2 if storage == "run_end_encoded" else 0
+
+
+def fixed_buffer_count(dtype: DataType) -> int:
+    """Buffers a node of this type has (views: without their variadic data buffers)."""
+    storage = dtype.storage_id
+    if storage in ("na", "run_end_encoded"):
+        return 0
+    if storage in ("struct", "fixed_size_list", "sparse_union"):
+        return 1
+    if storage in _VIEWS or storage in _LIST_VIEWS or storage in _BYTES:
+        return 3  # views: validity, views, variadic sizes
+    return 2
+
+
+def check_node(dtype: DataType, length: int, n_buffers: int, n_children: int, has_dictionary: bool,
+               path: str = "array") -> None:
+    """Raises InvalidArrowError when a node's shape does not fit its type."""
+    want_buffers = fixed_buffer_count(dtype)
+    if dtype.storage_id in _VIEWS:
+        if n_buffers < want_buffers:
+            raise InvalidArrowError(
+                f"{path}: a {dtype.id} array needs at least {want_buffers} buffers, got {n_buffers}")
+    elif n_buffers != want_buffers:
+        raise InvalidArrowError(f"{path}: a {dtype.id} array has {want_buffers} buffers, got {n_buffers}")
+    if n_children != expected_children(dtype):
+        raise InvalidArrowError(
+            f"{path}: a {dtype.id} array has {expected_children(dtype)} children, got {n_children}")
+    if has_dictionary != (dtype.value_type is not None):
+        want = "a dictionary" if dtype.value_type is not None else "no dictionary"
+        raise InvalidArrowError(f"{path}: a {dtype.id} array has {want}")
+
+
+def buffer_specs(dtype: DataType, offset: int, length: int, buffers: tuple[int, ...],
+                 read: Reader) -> list[BufferSpec]:
+    """The role and byte size of each buffer of one node, for elements [0, offset + length).
+
+    Sizes count from the buffer's start, so a slice (offset > 0) still covers what it needs.
+    ``read`` is called only for variable-size types (the last offset, the variadic sizes).
+    """
+    storage, end = dtype.storage_id, offset + length
+    bitmap = (end + 7) // 8
+    validity = [] if storage in _NO_VALIDITY else [BufferSpec("validity", bitmap if buffers[0] else 0)]
+    if storage in ("na", "run_end_encoded", "struct", "fixed_size_list"):
+        return validity
+    if storage == "sparse_union":
+        return [BufferSpec("type_ids", end)]
+    if storage == "dense_union":
+        return [BufferSpec("type_ids", end), BufferSpec("offsets", 4 * end)]
+    if storage in _OFFSETS32 or storage in _OFFSETS64:
+        width = 4 if storage in _OFFSETS32 else 8
+        specs = validity + [BufferSpec("offsets", width * (end + 1) if buffers[1] else 0)]
+        if storage in ("list", "large_list", "map"):
+            return specs
+        data_end = _read_int(read, buffers[1], end, width) if buffers[1] and end else 0
+        return specs + [BufferSpec("data", data_end)]
+    if storage in _LIST_VIEWS:
+        width = _LIST_VIEWS[storage]
+        return validity + [BufferSpec("offsets", width * end), BufferSpec("sizes", width * end)]
+    if storage in _VIEWS:
+        n_variadic = len(buffers) - 3
+        raw = read(buffers[-1], 8 * n_variadic) if n_variadic else b""
+        sizes = np.frombuffer(raw, dtype="<i8").tolist()
+        return (validity + [BufferSpec("views", 16 * end)]
+                + [BufferSpec("variadic_data", s) for s in sizes]
+                + [BufferSpec("variadic_sizes", 8 * n_variadic)])
+    bits = dtype.element_bits(1)
+    return validity + [BufferSpec("data", (bits * end + 7) // 8)]
+
+
+def count_set_bits(bitmap: bytes, bit_offset: int, length: int) -> int:
+    """Set bits among bits [bit_offset, bit_offset + length) of a little-endian bitmap."""
+    if length == 0:
+        return 0
+    data = np.frombuffer(bitmap, dtype=np.uint8)
+    end = bit_offset + length
+    first, last = bit_offset // 8, (end - 1) // 8
+    head = int(data[first]) >> (bit_offset % 8)
+    if first == last:
+        return (head & ((1 << length) - 1)).bit_count()
+    tail = int(data[last]) & ((1 << (end - 8 * last)) - 1)
+    middle = int(np.bitwise_count(data[first + 1:last]).sum(dtype=np.int64))
+    return head.bit_count() + middle + tail.bit_count()
+
+
+def null_count(dtype: DataType, offset: int, length: int, validity: int, read: Reader) -> int:
+    """The null count of one node, computed from its validity bitmap where it has one."""
+    storage = dtype.storage_id
+    if storage == "na":
+        return length
+    if storage in _NO_VALIDITY or not validity or length == 0:
+        return 0
+    first, last = offset // 8, (offset + length + 7) // 8
+    return length - count_set_bits(read(validity + first, last - first), offset - 8 * first, length)

@@ -1,0 +1,237 @@
+"""ArrowTable: named columns of equal length, held zero-copy, exported as record batches.
+
+A table is its columns (like ``pyarrow.Table``); one column may be shared by many tables and no
+table operation copies column data. Exports build record batches (struct arrays) whose children
+are the columns' chunks, sliced where chunk boundaries differ between columns.
+
+>>> import pyarrow as pa
+>>> import arrowdev as ad
+>>> tbl = ad.table({"a": pa.array([1, 2, 3]), "b": pa.array(["x", None, "z"])})
+>>> tbl.num_rows, tbl.column_names
+(3, ['a', 'b'])
+>>> tbl.select(["b"]).slice(1, 2).to_pyarrow().to_pydict()
+{'b': [None, 'z']}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import nanoarrow as na
+
+from . import _capsules
+from ._from_arrow import read_arrow
+from .column import ArrowColumn, struct_field
+from .errors import InvalidArrowError
+from .types import DataType, Device
+
+__all__ = ["ArrowTable", "table"]
+
+_EMPTY_STRUCT = na.c_schema(na.struct([]))
+
+
+class ArrowTable:
+    """A table of named :class:`ArrowColumn` objects of equal length, on one device.
+
+    Build one with :func:`arrowdev.table` (``ArrowTable.from_arrow``) from any Arrow producer of
+    record batches / tables / struct arrays, or from a mapping of names to columns.
+    """
+
+    __slots__ = ("_columns", "_num_rows", "_metadata", "_batches", "__weakref__")
+
+    def __init__(self, columns: list[ArrowColumn], num_rows: int, metadata: Any = None,
+                 batches: list[Any] | None = None) -> None:
+        for col in columns:
+            if len(col) != num_rows:
+                raise ValueError(f"expected every column to have {num_rows} rows, got {len(col)} in {col.name!r}")
+        if len({col.device for col in columns}) > 1:
+            raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
+        self._columns = list(columns)
+        self._num_rows = num_rows
+        self._metadata = metadata
+        self._batches = batches  # the record batches to export, built lazily when None
+
+    @classmethod
+    def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowTable:
+        """A table from any Arrow producer of struct data (record batches, tables, readers,
+        struct arrays; Polars DataFrames; arrowdev objects) or a mapping name -> column."""
+        if isinstance(obj, ArrowTable) and schema is None:
+            return obj
+        if isinstance(obj, Mapping):
+            columns = [ArrowColumn.from_arrow(value).rename(str(name)) for name, value in obj.items()]
+            return cls(columns, len(columns[0]) if columns else 0)
+        dtype, batches = read_arrow(obj, schema)
+        if dtype.storage_id != "struct":
+            raise TypeError(f"expected struct (record batch / table) data, got {dtype}")
+        return cls._from_batches(dtype, batches)
+
+    @classmethod
+    def _from_batches(cls, dtype: DataType, batches: list[Any]) -> ArrowTable:
+        probe = ArrowColumn(dtype, batches)
+        for i, batch in enumerate(batches):
+            if probe._chunk_null_count(i):
+                raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
+                                        "its null rows have no meaning per column")
+        columns = [ArrowColumn(child, [struct_field(b, i) for b in batches]) for i, child in enumerate(dtype.children)]
+        num_rows = sum(b.length for b in batches)
+        return cls(columns, num_rows, dtype._c.metadata, batches=probe._exportable_chunks())
+
+    # ---- introspection ------------------------------------------------------------------------
+
+    @property
+    def schema(self) -> DataType:
+        """The table's type: a struct whose children are the columns' types."""
+        children = [col.type._c for col in self._columns]
+        return DataType(_EMPTY_STRUCT.modify(children=children, metadata=self._metadata))
+
+    @property
+    def num_rows(self) -> int:
+        return self._num_rows
+
+    def __len__(self) -> int:
+        return self._num_rows
+
+    @property
+    def num_columns(self) -> int:
+        return len(self._columns)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [col.name or "" for col in self._columns]
+
+    @property
+    def columns(self) -> list[ArrowColumn]:
+        return list(self._columns)
+
+    @property
+    def device(self) -> Device:
+        return self._columns[0].device if self._columns else Device.cpu()
+
+    def column(self, key: int | str) -> ArrowColumn:
+        """A column by position or name."""
+        return self._columns[self._index(key)]
+
+    def __getitem__(self, key: int | str | slice) -> Any:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self._num_rows)
+            if step != 1:
+                raise ValueError(f"expected a slice with step 1 (slices are zero-copy), got step {step}")
+            return self.slice(start, max(stop - start, 0))
+        return self.column(key)
+
+    def _index(self, key: int | str) -> int:
+        if isinstance(key, str):
+            names = self.column_names
+            if key not in names:
+                raise KeyError(f"no column {key!r}: the columns are {names}")
+            return names.index(key)
+        if isinstance(key, int) and -len(self._columns) <= key < len(self._columns):
+            return key % len(self._columns)
+        raise IndexError(f"column index {key!r} out of range for {len(self._columns)} columns")
+
+    # ---- operations (none copies column data) ---------------------------------------------
+
+    def _with_columns(self, columns: list[ArrowColumn]) -> ArrowTable:
+        return ArrowTable(columns, self._num_rows, self._metadata)
+
+    def select(self, keys: Iterable[int | str]) -> ArrowTable:
+        """The given columns, in the given order."""
+        return self._with_columns([self.column(k) for k in keys])
+
+    def drop_columns(self, keys: int | str | Iterable[int | str]) -> ArrowTable:
+        """The table without the given columns."""
+        keys = [keys] if isinstance(keys, (int, str)) else list(keys)
+        dropped = {self._index(k) for k in keys}
+        return self._with_columns([c for i, c in enumerate(self._columns) if i not in dropped])
+
+    def rename_columns(self, names: Iterable[str] | Mapping[str, str]) -> ArrowTable:
+        """New names, as a full list or a mapping old -> new."""
+        if isinstance(names, Mapping):
+            unknown = set(names) - set(self.column_names)
+            if unknown:
+                raise KeyError(f"no columns {sorted(unknown)}: the columns are {self.column_names}")
+            names = [names.get(n, n) for n in self.column_names]
+        names = list(names)
+        if len(names) != self.num_columns:
+            raise ValueError(f"expected {self.num_columns} names, got {len(names)}")
+        return self._with_columns([c.rename(n) for c, n in zip(self._columns, names)])
+
+    def append_column(self, name: str, data: Any) -> ArrowTable:
+        """The table with one more column (anything :func:`arrowdev.column` takes)."""
+        return self._with_columns(self._columns + [ArrowColumn.from_arrow(data).rename(name)])
+
+    def slice(self, offset: int = 0, length: int | None = None) -> ArrowTable:
+        """Rows [offset, offset + length), zero-copy."""
+        columns = [c.slice(offset, length) for c in self._columns]
+        start = min(max(offset, 0), self._num_rows)
+        rows = self._num_rows - start if length is None else min(length, self._num_rows - start)
+        return ArrowTable(columns, rows, self._metadata)
+
+    # ---- conversions -------------------------------------------------------------------------
+
+    def to_pyarrow(self) -> Any:
+        """A ``pyarrow.Table`` over the same buffers (device data is copied to host)."""
+        import pyarrow as pa
+
+        return pa.table(self)
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        return self.to_pyarrow().to_pylist()
+
+    def equals(self, other: Any) -> bool:
+        return self.to_pyarrow().equals(ArrowTable.from_arrow(other).to_pyarrow())
+
+    def __repr__(self) -> str:
+        device = self.device
+        cols = ", ".join(f"{c.name}: {c.type}" for c in self._columns)
+        return (f"<arrowdev.ArrowTable rows={self._num_rows} columns={self.num_columns} "
+                f"device={device.type}:{device.id}>\n{cols}")
+
+    # ---- exports: a struct column of record batches speaks every protocol ---------------------
+
+    def _as_struct_column(self) -> ArrowColumn:
+        if self._batches is None:
+            self._batches = self._build_batches()
+        return ArrowColumn(self.schema, self._batches)
+
+    def _build_batches(self) -> list[Any]:
+        starts = {0}
+        for col in self._columns:
+            starts.update(col._chunk_starts())
+        bounds = sorted(s for s in starts if s < self._num_rows) + [self._num_rows]
+        device = self.device
+        batches = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            pieces = [col.slice(lo, hi - lo)._exportable_chunks()[0] for col in self._columns]
+            batches.append(_capsules.build(hi - lo, 0, 0, [0], pieces, device_type=device.code, device_id=device.id))
+        return batches
+
+    def __arrow_c_schema__(self) -> Any:
+        return self.schema.__arrow_c_schema__()
+
+    def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+        """One record batch (struct array); several batches are concatenated (a copy)."""
+        return self._as_struct_column().__arrow_c_device_array__(requested_schema, **kwargs)
+
+    def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+        """One record batch on the CPU; several batches are concatenated (a copy)."""
+        return self._as_struct_column().__arrow_c_array__(requested_schema, **kwargs)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
+        """The record batches as a stream, zero-copy (device data is copied to host first)."""
+        return self._as_struct_column().__arrow_c_stream__(requested_schema, **kwargs)
+
+    def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
+        """The record batches as a device stream, zero-copy."""
+        return self._as_struct_column().__arrow_c_device_stream__(requested_schema, **kwargs)
+
+
+def table(obj: Any, schema: Any = None) -> ArrowTable:
+    """A table from any Arrow producer or a mapping name -> column: same as
+    :meth:`ArrowTable.from_arrow`.
+
+    >>> import pyarrow as pa, arrowdev as ad
+    >>> ad.table(pa.table({"x": [1, 2]})).column_names
+    ['x']
+    """
+    return ArrowTable.from_arrow(obj, schema)

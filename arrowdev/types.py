@@ -1,0 +1,181 @@
+"""Arrow data types and devices as arrowdev shows them.
+
+A :class:`DataType` wraps a nanoarrow ``CSchema`` (nanoarrow parses and validates format
+strings; arrowdev does not re-implement that). A :class:`Device` names where buffers live.
+
+>>> import pyarrow as pa
+>>> import arrowdev as ad
+>>> t = ad.DataType.from_arrow(pa.list_(pa.string()))
+>>> t
+DataType(list<item: string>)
+>>> t.format, t.id
+('+l', 'list')
+>>> ad.Device.cpu()
+Device(type='cpu', id=-1)
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, NamedTuple
+
+import nanoarrow as na
+from nanoarrow.c_schema import c_schema_view
+
+from .errors import InvalidArrowError
+
+__all__ = ["DataType", "Device"]
+
+# ArrowDeviceType codes from the C Device Data interface.
+_DEVICE_NAMES = {
+    1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi",
+    10: "rocm", 11: "rocm_host", 12: "ext_dev", 13: "cuda_managed", 14: "oneapi", 15: "webgpu",
+    16: "hexagon",
+}
+_DEVICE_CODES = {name: code for code, name in _DEVICE_NAMES.items()}
+# Memory the CPU may read directly (after waiting on the sync event).
+_CPU_READABLE = {"cpu", "cuda_host", "rocm_host"}
+
+
+class Device(NamedTuple):
+    """Where an array's buffers live: a device type name and a device id (-1 for the CPU)."""
+
+    type: str
+    id: int
+
+    @classmethod
+    def cpu(cls) -> Device:
+        return cls("cpu", -1)
+
+    @classmethod
+    def from_code(cls, code: int, device_id: int) -> Device:
+        try:
+            return cls(_DEVICE_NAMES[code], device_id)
+        except KeyError:
+            raise InvalidArrowError(f"unknown ArrowDeviceType {code}") from None
+
+    @property
+    def code(self) -> int:
+        """The ArrowDeviceType code."""
+        return _DEVICE_CODES[self.type]
+
+    @property
+    def is_cpu_readable(self) -> bool:
+        """True where the CPU can read the memory in place (CPU and pinned host memory)."""
+        return self.type in _CPU_READABLE
+
+
+class DataType:
+    """An Arrow data type (with the field name, nullability and metadata it was given).
+
+    Equality compares types the way PyArrow does: format strings, child names and child types,
+    and dictionaries; not the top-level name, nullability or metadata.
+    """
+
+    __slots__ = ("_c", "__dict__")
+
+    def __init__(self, c_schema: Any) -> None:
+        self._c = c_schema
+
+    @classmethod
+    def from_arrow(cls, obj: Any) -> DataType:
+        """A DataType from anything with ``__arrow_c_schema__`` or an ``arrow_schema`` capsule."""
+        if isinstance(obj, DataType):
+            return obj
+        try:
+            return cls(na.c_schema(obj))
+        except (TypeError, ValueError) as e:
+            if hasattr(obj, "__arrow_c_schema__") or type(obj).__name__ == "PyCapsule":
+                raise InvalidArrowError(f"malformed Arrow schema: {e}") from e
+            raise TypeError(f"expected an Arrow schema (__arrow_c_schema__), got {type(obj).__name__}") from e
+
+    def __arrow_c_schema__(self) -> Any:
+        return self._c.__arrow_c_schema__()
+
+    @cached_property
+    def _view(self) -> Any:
+        try:
+            return c_schema_view(self._c)
+        except (ValueError, RuntimeError) as e:
+            raise InvalidArrowError(f"malformed Arrow schema {self._c.format!r}: {e}") from e
+
+    @property
+    def format(self) -> str:
+        """The Arrow C format string, e.g. ``'u'`` for string."""
+        return self._c.format
+
+    @property
+    def name(self) -> str | None:
+        """The field name the producer gave (``None`` or ``''`` when unnamed)."""
+        return self._c.name
+
+    @property
+    def nullable(self) -> bool:
+        return self._view.nullable
+
+    @property
+    def id(self) -> str:
+        """The type's name, e.g. ``'int32'``, ``'string'``, ``'dictionary'``, ``'timestamp'``."""
+        return self._view.type
+
+    @property
+    def storage_id(self) -> str:
+        """The physical type: the index type of a dictionary, int64 for timestamps, etc."""
+        return self._view.storage_type
+
+    @property
+    def children(self) -> list[DataType]:
+        return [DataType(child) for child in self._c.children]
+
+    @property
+    def field_names(self) -> list[str]:
+        """Names of the children (the column names of a struct / record batch type)."""
+        return [child.name for child in self._c.children]
+
+    @property
+    def value_type(self) -> DataType | None:
+        """The dictionary's value type, or None for a type that is not a dictionary."""
+        return None if self._c.dictionary is None else DataType(self._c.dictionary)
+
+    @property
+    def fixed_size(self) -> int | None:
+        """Width of fixed_size_binary / list size of fixed_size_list, else None."""
+        return self._view.fixed_size
+
+    def element_bits(self, buffer: int) -> int:
+        """Bits per element of buffer ``buffer`` in nanoarrow's layout of this type."""
+        return self._view.layout.element_size_bits[buffer]
+
+    def with_name(self, name: str) -> DataType:
+        """The same type under another field name."""
+        return DataType(self._c.modify(name=name))
+
+    def to_pyarrow(self) -> Any:
+        """The equivalent ``pyarrow.DataType``."""
+        import pyarrow as pa
+
+        return pa.field(self).type
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DataType):
+            return NotImplemented
+        return _same_type(self._c, other._c)
+
+    def __hash__(self) -> int:
+        return hash(self.format)
+
+    def __str__(self) -> str:
+        return repr(na.Schema(self._c.modify(name="", nullable=True))).removeprefix("<Schema> ")
+
+    def __repr__(self) -> str:
+        return f"DataType({self})"
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    if a.format != b.format or a.n_children != b.n_children:
+        return False
+    if (a.dictionary is None) != (b.dictionary is None):
+        return False
+    if a.dictionary is not None and not _same_type(a.dictionary, b.dictionary):
+        return False
+    return all(x.name == y.name and _same_type(x, y) for x, y in zip(a.children, b.children))

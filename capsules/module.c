@@ -1,0 +1,670 @@
+/* arrowdev._capsules: the Python face of the native core (a thin layer, nanoarrow style).
+ *
+ * CDeviceArray   one container (container.c) seen from Python: its top node's fields, slices,
+ *                children and exports as PyCapsules.
+ * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream, pulled array by array.
+ * functions      import_device_array, import_array, import_stream, build, export_stream,
+ *                ownership_stats.
+ *
+ * Capsules follow the PyCapsule interface: names arrow_schema, arrow_array, arrow_device_array,
+ * arrow_array_stream, arrow_device_array_stream; the destructor calls release when the capsule
+ * was never consumed (release != NULL), then frees the struct.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container.h"
+#include "stream.h"
+
+static PyObject* InvalidArrowError; /* arrowdev.errors.InvalidArrowError */
+
+void drop_python_ref(void* obj) {
+#if PY_VERSION_HEX >= 0x030D0000
+  int finalizing = Py_IsFinalizing();
+#else
+  int finalizing = _Py_IsFinalizing();
+#endif
+  if (finalizing || !Py_IsInitialized()) return; /* C3: leak rather than crash at exit */
+  PyGILState_STATE state = PyGILState_Ensure();
+  Py_DECREF((PyObject*)obj);
+  PyGILState_Release(state);
+}
+
+/* ---- capsules ---------------------------------------------------------------------------- */
+
+static void schema_capsule_free(PyObject* capsule) {
+  struct ArrowSchema* s = PyCapsule_GetPointer(capsule, "arrow_schema");
+  if (s == NULL) return PyErr_WriteUnraisable(capsule);
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+static void array_capsule_free(PyObject* capsule) {
+  struct ArrowArray* a = PyCapsule_GetPointer(capsule, "arrow_array");
+  if (a == NULL) return PyErr_WriteUnraisable(capsule);
+  if (a->release != NULL) a->release(a);
+  free(a);
+}
+static void device_array_capsule_free(PyObject* capsule) {
+  struct ArrowDeviceArray* a = PyCapsule_GetPointer(capsule, "arrow_device_array");
+  if (a == NULL) return PyErr_WriteUnraisable(capsule);
+  if (a->array.release != NULL) a->array.release(&a->array);
+  free(a);
+}
+static void stream_capsule_free(PyObject* capsule) {
+  struct ArrowArrayStream* s = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+  if (s == NULL) return PyErr_WriteUnraisable(capsule);
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+static void device_stream_capsule_free(PyObject* capsule) {
+  struct ArrowDeviceArrayStream* s = PyCapsule_GetPointer(capsule, "arrow_device_array_stream");
+  if (s == NULL) return PyErr_WriteUnraisable(capsule);
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+
+/* The struct inside a capsule of the expected name, or NULL with TypeError / ValueError set. */
+static void* capsule_struct(PyObject* capsule, const char* expected) {
+  if (!PyCapsule_CheckExact(capsule)) {
+    PyErr_Format(PyExc_TypeError, "expected a PyCapsule named '%s', got %.200s", expected,
+                 Py_TYPE(capsule)->tp_name);
+    return NULL;
+  }
+  const char* name = PyCapsule_GetName(capsule);
+  if (name == NULL || strcmp(name, expected) != 0) {
+    PyErr_Format(PyExc_ValueError, "expected a PyCapsule named '%s', got one named '%s'", expected,
+                 name == NULL ? "(null)" : name);
+    return NULL;
+  }
+  return PyCapsule_GetPointer(capsule, expected);
+}
+
+/* ---- CDeviceArray ------------------------------------------------------------------------ */
+
+typedef struct {
+  PyObject_HEAD Container* container;
+} CDeviceArrayObject;
+
+static PyTypeObject CDeviceArrayType;
+
+static PyObject* wrap_container(Container* c) {
+  CDeviceArrayObject* self = PyObject_New(CDeviceArrayObject, &CDeviceArrayType);
+  if (self == NULL) {
+    container_decref(c);
+    return NULL;
+  }
+  self->container = c;
+  return (PyObject*)self;
+}
+
+/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved. */
+static PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive) {
+  char err[1200];
+  if (src->array.release == NULL) {
+    PyErr_SetString(InvalidArrowError, "the array was already consumed or released (release is NULL)");
+    return NULL;
+  }
+  if (arrow_array_check(&src->array, err, sizeof err) != 0) {
+    PyErr_Format(InvalidArrowError, "malformed ArrowArray: %s", err);
+    return NULL;
+  }
+  Py_XINCREF(keepalive);
+  Container* c = container_move_from(src, keepalive);
+  if (c == NULL) {
+    Py_XDECREF(keepalive);
+    return PyErr_NoMemory();
+  }
+  return wrap_container(c);
+}
+
+static void CDeviceArray_dealloc(CDeviceArrayObject* self) {
+  if (self->container != NULL) container_decref(self->container);
+  PyObject_Free(self);
+}
+
+static const struct ArrowArray* top(CDeviceArrayObject* self) { return &self->container->array.array; }
+
+static PyObject* CDeviceArray_get_int(CDeviceArrayObject* self, void* which) {
+  const struct ArrowDeviceArray* a = &self->container->array;
+  switch ((intptr_t)which) {
+    case 0: return PyLong_FromLongLong(a->array.length);
+    case 1: return PyLong_FromLongLong(a->array.offset);
+    case 2: return PyLong_FromLongLong(a->array.null_count);
+    case 3: return PyLong_FromLongLong(a->array.n_buffers);
+    case 4: return PyLong_FromLongLong(a->array.n_children);
+    case 5: return PyBool_FromLong(a->array.dictionary != NULL);
+    case 6: return PyLong_FromLong(a->device_type);
+    case 7: return PyLong_FromLongLong(a->device_id);
+    case 8: return PyLong_FromVoidPtr(a->sync_event);
+    case 9: return PyLong_FromLongLong(atomic_load(&self->container->refs));
+    default: Py_RETURN_NONE;
+  }
+}
+
+static PyObject* CDeviceArray_get_buffers(CDeviceArrayObject* self, void* unused) {
+  const struct ArrowArray* a = top(self);
+  PyObject* out = PyTuple_New(a->n_buffers);
+  for (int64_t i = 0; out != NULL && i < a->n_buffers; i++) {
+    PyObject* addr = PyLong_FromVoidPtr((void*)a->buffers[i]);
+    if (addr == NULL) Py_CLEAR(out);
+    else PyTuple_SET_ITEM(out, i, addr);
+  }
+  return out;
+}
+
+/* (length, offset, null_count, buffers, children, dictionary) for a node and, nested, for every
+ * node below it: one call gives Python the whole shape of a tree without exporting anything. */
+static PyObject* node_tree(const struct ArrowArray* a) {
+  PyObject* buffers = PyTuple_New(a->n_buffers);
+  PyObject* children = PyTuple_New(a->n_children);
+  PyObject* dictionary = NULL;
+  if (buffers == NULL || children == NULL) goto fail;
+  for (int64_t i = 0; i < a->n_buffers; i++) {
+    PyObject* addr = PyLong_FromVoidPtr((void*)a->buffers[i]);
+    if (addr == NULL) goto fail;
+    PyTuple_SET_ITEM(buffers, i, addr);
+  }
+  for (int64_t i = 0; i < a->n_children; i++) {
+    PyObject* child = node_tree(a->children[i]);
+    if (child == NULL) goto fail;
+    PyTuple_SET_ITEM(children, i, child);
+  }
+  if (a->dictionary != NULL) {
+    dictionary = node_tree(a->dictionary);
+    if (dictionary == NULL) goto fail;
+  } else {
+    dictionary = Py_NewRef(Py_None);
+  }
+  return Py_BuildValue("(LLLNNN)", (long long)a->length, (long long)a->offset, (long long)a->null_count,
+                       buffers, children, dictionary);
+fail:
+  Py_XDECREF(buffers);
+  Py_XDECREF(children);
+  Py_XDECREF(dictionary);
+  return NULL;
+}
+
+static PyObject* CDeviceArray_tree(CDeviceArrayObject* self, PyObject* unused) { return node_tree(top(self)); }
+
+/* Exports, then holds the export in a new container: how slices, children and the dictionary
+ * become arrays of their own that keep this container alive. */
+static PyObject* hold_export(struct ArrowDeviceArray* exported, int rc) {
+  if (rc) return PyErr_NoMemory();
+  PyObject* out = hold(exported, NULL);
+  if (out == NULL && exported->array.release != NULL) exported->array.release(&exported->array);
+  return out;
+}
+
+static PyObject* CDeviceArray_slice(CDeviceArrayObject* self, PyObject* args) {
+  long long offset, length, null_count = -1;
+  if (!PyArg_ParseTuple(args, "LL|L", &offset, &length, &null_count)) return NULL;
+  if (offset < 0 || length < 0 || null_count < -1) {
+    PyErr_Format(PyExc_ValueError, "expected offset >= 0, length >= 0, null_count >= -1, got %lld, %lld, %lld",
+                 offset, length, null_count);
+    return NULL;
+  }
+  struct ArrowDeviceArray exported;
+  return hold_export(&exported, container_export(self->container, offset, length, null_count, &exported));
+}
+
+static PyObject* CDeviceArray_child(CDeviceArrayObject* self, PyObject* arg) {
+  long long i = PyLong_AsLongLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (i < 0 || i >= top(self)->n_children) {
+    PyErr_Format(PyExc_IndexError, "child index %lld out of range for %lld children", i,
+                 (long long)top(self)->n_children);
+    return NULL;
+  }
+  struct ArrowDeviceArray exported;
+  return hold_export(&exported, container_export_child(self->container, i, &exported));
+}
+
+static PyObject* CDeviceArray_dictionary(CDeviceArrayObject* self, PyObject* unused) {
+  if (top(self)->dictionary == NULL) Py_RETURN_NONE;
+  struct ArrowDeviceArray exported;
+  return hold_export(&exported, container_export_child(self->container, -1, &exported));
+}
+
+/* The null count an export carries: the override when one is given (>= 0), else the node's. */
+static int export_null_count(CDeviceArrayObject* self, PyObject* args, long long* out) {
+  *out = top(self)->null_count;
+  long long given = -1;
+  if (!PyArg_ParseTuple(args, "|L", &given)) return -1;
+  if (given >= 0) *out = given;
+  return 0;
+}
+
+static PyObject* CDeviceArray_export_device(CDeviceArrayObject* self, PyObject* args) {
+  long long null_count;
+  if (export_null_count(self, args, &null_count)) return NULL;
+  struct ArrowDeviceArray* out = malloc(sizeof *out);
+  if (out == NULL) return PyErr_NoMemory();
+  const struct ArrowArray* a = top(self);
+  if (container_export(self->container, a->offset, a->length, null_count, out)) {
+    free(out);
+    return PyErr_NoMemory();
+  }
+  PyObject* capsule = PyCapsule_New(out, "arrow_device_array", device_array_capsule_free);
+  if (capsule == NULL) {
+    out->array.release(&out->array);
+    free(out);
+  }
+  return capsule;
+}
+
+static PyObject* CDeviceArray_export_array(CDeviceArrayObject* self, PyObject* args) {
+  long long null_count;
+  if (export_null_count(self, args, &null_count)) return NULL;
+  struct ArrowDeviceArray exported;
+  const struct ArrowArray* a = top(self);
+  if (container_export(self->container, a->offset, a->length, null_count, &exported)) {
+    return PyErr_NoMemory();
+  }
+  struct ArrowArray* out = malloc(sizeof *out);
+  if (out == NULL) {
+    exported.array.release(&exported.array);
+    return PyErr_NoMemory();
+  }
+  memcpy(out, &exported.array, sizeof *out);
+  PyObject* capsule = PyCapsule_New(out, "arrow_array", array_capsule_free);
+  if (capsule == NULL) {
+    out->release(out);
+    free(out);
+  }
+  return capsule;
+}
+
+static PyObject* CDeviceArray_repr(CDeviceArrayObject* self) {
+  const struct ArrowDeviceArray* a = &self->container->array;
+  return PyUnicode_FromFormat("<CDeviceArray length=%lld offset=%lld null_count=%lld n_buffers=%lld "
+                              "n_children=%lld device_type=%d device_id=%lld>",
+                              (long long)a->array.length, (long long)a->array.offset,
+                              (long long)a->array.null_count, (long long)a->array.n_buffers,
+                              (long long)a->array.n_children, (int)a->device_type,
+                              (long long)a->device_id);
+}
+
+static PyGetSetDef CDeviceArray_getset[] = {
+    {"length", (getter)CDeviceArray_get_int, NULL, "length of the top node", (void*)0},
+    {"offset", (getter)CDeviceArray_get_int, NULL, "offset of the top node", (void*)1},
+    {"null_count", (getter)CDeviceArray_get_int, NULL, "null_count as the producer gave it (-1: unknown)", (void*)2},
+    {"n_buffers", (getter)CDeviceArray_get_int, NULL, NULL, (void*)3},
+    {"n_children", (getter)CDeviceArray_get_int, NULL, NULL, (void*)4},
+    {"has_dictionary", (getter)CDeviceArray_get_int, NULL, NULL, (void*)5},
+    {"device_type", (getter)CDeviceArray_get_int, NULL, "ArrowDeviceType code", (void*)6},
+    {"device_id", (getter)CDeviceArray_get_int, NULL, NULL, (void*)7},
+    {"sync_event", (getter)CDeviceArray_get_int, NULL, "address of the producer's event, 0 if none", (void*)8},
+    {"refcount", (getter)CDeviceArray_get_int, NULL, "container references (for tests)", (void*)9},
+    {"buffers", (getter)CDeviceArray_get_buffers, NULL, "buffer addresses of the top node", NULL},
+    {NULL}};
+
+static PyMethodDef CDeviceArray_methods[] = {
+    {"slice", (PyCFunction)CDeviceArray_slice, METH_VARARGS,
+     "slice(offset, length, null_count=-1): a new array over the same buffers with this top offset"},
+    {"tree", (PyCFunction)CDeviceArray_tree, METH_NOARGS,
+     "(length, offset, null_count, buffers, children, dictionary), nested for every node"},
+    {"child", (PyCFunction)CDeviceArray_child, METH_O, "child(i): child node i as an array of its own"},
+    {"dictionary", (PyCFunction)CDeviceArray_dictionary, METH_NOARGS, "the dictionary node, or None"},
+    {"export_device", (PyCFunction)CDeviceArray_export_device, METH_VARARGS,
+     "export_device(null_count=-1): a new arrow_device_array capsule (null_count >= 0 overrides)"},
+    {"export_array", (PyCFunction)CDeviceArray_export_array, METH_VARARGS,
+     "export_array(null_count=-1): a new arrow_array capsule (the caller checks that the memory "
+     "is CPU-readable)"},
+    {NULL}};
+
+static PyTypeObject CDeviceArrayType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "arrowdev._capsules.CDeviceArray",
+    .tp_basicsize = sizeof(CDeviceArrayObject),
+    .tp_dealloc = (destructor)CDeviceArray_dealloc,
+    .tp_repr = (reprfunc)CDeviceArray_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One held ArrowDeviceArray (a shared-ownership container).",
+    .tp_getset = CDeviceArray_getset,
+    .tp_methods = CDeviceArray_methods,
+};
+
+/* ---- CArrayStream (import) ------------------------------------------------------------- */
+
+typedef struct {
+  PyObject_HEAD int is_device;
+  struct ArrowArrayStream cpu;
+  struct ArrowDeviceArrayStream device;
+} CArrayStreamObject;
+
+static PyTypeObject CArrayStreamType;
+
+static int stream_is_live(CArrayStreamObject* self) {
+  return self->is_device ? self->device.release != NULL : self->cpu.release != NULL;
+}
+
+static void stream_release(CArrayStreamObject* self) {
+  if (self->is_device && self->device.release != NULL) self->device.release(&self->device);
+  if (!self->is_device && self->cpu.release != NULL) self->cpu.release(&self->cpu);
+}
+
+static PyObject* stream_error(CArrayStreamObject* self, const char* what, int code) {
+  const char* msg = self->is_device ? self->device.get_last_error(&self->device)
+                                    : self->cpu.get_last_error(&self->cpu);
+  PyErr_Format(InvalidArrowError, "%s failed (%d): %s", what, code, msg ? msg : strerror(code));
+  return NULL;
+}
+
+static PyObject* CArrayStream_get_schema(CArrayStreamObject* self, PyObject* unused) {
+  if (!stream_is_live(self)) return PyErr_Format(PyExc_ValueError, "the stream is released");
+  struct ArrowSchema* schema = calloc(1, sizeof *schema);
+  if (schema == NULL) return PyErr_NoMemory();
+  int rc;
+  Py_BEGIN_ALLOW_THREADS;
+  rc = self->is_device ? self->device.get_schema(&self->device, schema) : self->cpu.get_schema(&self->cpu, schema);
+  Py_END_ALLOW_THREADS;
+  if (rc != 0 || schema->release == NULL) {
+    free(schema);
+    return rc ? stream_error(self, "get_schema", rc) : PyErr_Format(InvalidArrowError, "get_schema returned a released schema");
+  }
+  PyObject* capsule = PyCapsule_New(schema, "arrow_schema", schema_capsule_free);
+  if (capsule == NULL) {
+    schema->release(schema);
+    free(schema);
+  }
+  return capsule;
+}
+
+static PyObject* CArrayStream_get_next(CArrayStreamObject* self, PyObject* unused) {
+  if (!stream_is_live(self)) return PyErr_Format(PyExc_ValueError, "the stream is released");
+  struct ArrowDeviceArray next;
+  memset(&next, 0, sizeof next);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS;
+  if (self->is_device) {
+    rc = self->device.get_next(&self->device, &next);
+  } else {
+    rc = self->cpu.get_next(&self->cpu, &next.array);
+    next.device_type = ARROW_DEVICE_CPU;
+    next.device_id = -1;
+  }
+  Py_END_ALLOW_THREADS;
+  if (rc != 0) return stream_error(self, "get_next", rc);
+  if (next.array.release == NULL) Py_RETURN_NONE; /* end of stream */
+  PyObject* out = hold(&next, NULL);
+  if (out == NULL && next.array.release != NULL) next.array.release(&next.array);
+  return out;
+}
+
+static PyObject* CArrayStream_release(CArrayStreamObject* self, PyObject* unused) {
+  stream_release(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject* CArrayStream_get_device_type(CArrayStreamObject* self, void* unused) {
+  return PyLong_FromLong(self->is_device ? self->device.device_type : ARROW_DEVICE_CPU);
+}
+
+static void CArrayStream_dealloc(CArrayStreamObject* self) {
+  stream_release(self);
+  PyObject_Free(self);
+}
+
+static PyMethodDef CArrayStream_methods[] = {
+    {"get_schema", (PyCFunction)CArrayStream_get_schema, METH_NOARGS, "a new arrow_schema capsule"},
+    {"get_next", (PyCFunction)CArrayStream_get_next, METH_NOARGS, "the next CDeviceArray, or None at the end"},
+    {"release", (PyCFunction)CArrayStream_release, METH_NOARGS, "release the stream now"},
+    {NULL}};
+
+static PyGetSetDef CArrayStream_getset[] = {
+    {"device_type", (getter)CArrayStream_get_device_type, NULL, "ArrowDeviceType of the stream", NULL},
+    {NULL}};
+
+static PyTypeObject CArrayStreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "arrowdev._capsules.CArrayStream",
+    .tp_basicsize = sizeof(CArrayStreamObject),
+    .tp_dealloc = (destructor)CArrayStream_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An imported ArrowArrayStream or ArrowDeviceArrayStream.",
+    .tp_methods = CArrayStream_methods,
+    .tp_getset = CArrayStream_getset,
+};
+
+/* ---- module functions -------------------------------------------------------------------- */
+
+static PyObject* import_device_array(PyObject* module, PyObject* capsule) {
+  struct ArrowDeviceArray* src = capsule_struct(capsule, "arrow_device_array");
+  if (src == NULL) return NULL;
+  return hold(src, NULL);
+}
+
+static PyObject* import_array(PyObject* module, PyObject* capsule) {
+  struct ArrowArray* src = capsule_struct(capsule, "arrow_array");
+  if (src == NULL) return NULL;
+  struct ArrowDeviceArray wrapped;
+  memset(&wrapped, 0, sizeof wrapped);
+  memcpy(&wrapped.array, src, sizeof *src);
+  wrapped.device_type = ARROW_DEVICE_CPU;
+  wrapped.device_id = -1;
+  PyObject* out = hold(&wrapped, NULL);
+  if (out != NULL) src->release = NULL; /* moved */
+  return out;
+}
+
+static PyObject* import_stream(PyObject* module, PyObject* capsule) {
+  if (!PyCapsule_CheckExact(capsule)) {
+    return PyErr_Format(PyExc_TypeError, "expected a stream PyCapsule, got %.200s", Py_TYPE(capsule)->tp_name);
+  }
+  const char* name = PyCapsule_GetName(capsule);
+  int is_device = name != NULL && strcmp(name, "arrow_device_array_stream") == 0;
+  void* src = capsule_struct(capsule, is_device ? "arrow_device_array_stream" : "arrow_array_stream");
+  if (src == NULL) return NULL;
+  int released = is_device ? ((struct ArrowDeviceArrayStream*)src)->release == NULL
+                           : ((struct ArrowArrayStream*)src)->release == NULL;
+  if (released) {
+    PyErr_SetString(InvalidArrowError, "the stream was already consumed or released (release is NULL)");
+    return NULL;
+  }
+  CArrayStreamObject* self = PyObject_New(CArrayStreamObject, &CArrayStreamType);
+  if (self == NULL) return NULL;
+  self->is_device = is_device;
+  memset(&self->cpu, 0, sizeof self->cpu);
+  memset(&self->device, 0, sizeof self->device);
+  if (is_device) {
+    memcpy(&self->device, src, sizeof self->device);
+    ((struct ArrowDeviceArrayStream*)src)->release = NULL;
+  } else {
+    memcpy(&self->cpu, src, sizeof self->cpu);
+    ((struct ArrowArrayStream*)src)->release = NULL;
+  }
+  return (PyObject*)self;
+}
+
+/* A sequence of CDeviceArray as a new array of containers (borrowed), or NULL with an error. */
+static Container** containers_of(PyObject* seq, Py_ssize_t* n) {
+  PyObject* fast = PySequence_Fast(seq, "children must be a sequence of CDeviceArray");
+  if (fast == NULL) return NULL;
+  *n = PySequence_Fast_GET_SIZE(fast);
+  Container** out = calloc(*n > 0 ? (size_t)*n : 1, sizeof(Container*));
+  for (Py_ssize_t i = 0; out != NULL && i < *n; i++) {
+    PyObject* item = PySequence_Fast_GET_ITEM(fast, i);
+    if (!PyObject_TypeCheck(item, &CDeviceArrayType)) {
+      PyErr_Format(PyExc_TypeError, "expected CDeviceArray items, got %.200s", Py_TYPE(item)->tp_name);
+      free(out);
+      out = NULL;
+      break;
+    }
+    out[i] = ((CDeviceArrayObject*)item)->container;
+  }
+  if (out == NULL && !PyErr_Occurred()) PyErr_NoMemory();
+  Py_DECREF(fast);
+  return out;
+}
+
+static PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs) {
+  static char* kwlist[] = {"length", "null_count", "offset", "buffers", "children", "dictionary",
+                           "device_type", "device_id", "keepalive", "sync_event", NULL};
+  long long length, null_count, offset, device_id = -1;
+  int device_type = ARROW_DEVICE_CPU;
+  PyObject *buffers, *children, *dictionary = Py_None, *keepalive = Py_None, *sync_event = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLLOO|OiLOO", kwlist, &length, &null_count, &offset,
+                                   &buffers, &children, &dictionary, &device_type, &device_id,
+                                   &keepalive, &sync_event)) {
+    return NULL;
+  }
+  if (dictionary != Py_None && !PyObject_TypeCheck(dictionary, &CDeviceArrayType)) {
+    return PyErr_Format(PyExc_TypeError, "expected a CDeviceArray or None as dictionary, got %.200s",
+                        Py_TYPE(dictionary)->tp_name);
+  }
+  PyObject* fast = PySequence_Fast(buffers, "buffers must be a sequence of int addresses");
+  if (fast == NULL) return NULL;
+  Py_ssize_t n_buffers = PySequence_Fast_GET_SIZE(fast);
+  const void** addrs = calloc(n_buffers > 0 ? (size_t)n_buffers : 1, sizeof(void*));
+  for (Py_ssize_t i = 0; addrs != NULL && i < n_buffers; i++) {
+    addrs[i] = PyLong_AsVoidPtr(PySequence_Fast_GET_ITEM(fast, i));
+  }
+  Py_DECREF(fast);
+  Py_ssize_t n_children = 0;
+  Container** kids = addrs != NULL && !PyErr_Occurred() ? containers_of(children, &n_children) : NULL;
+  if (kids == NULL) {
+    free(addrs);
+    return addrs == NULL ? PyErr_NoMemory() : NULL;
+  }
+  struct ArrowDeviceArray made;
+  memset(&made, 0, sizeof made);
+  Container* dict = dictionary == Py_None ? NULL : ((CDeviceArrayObject*)dictionary)->container;
+  PyObject* held_keepalive = keepalive == Py_None ? NULL : keepalive;
+  Py_XINCREF(held_keepalive);
+  int rc = build_array(length, null_count, offset, n_buffers, addrs, n_children, kids, dict,
+                       held_keepalive, &made.array);
+  free(addrs);
+  free(kids);
+  if (rc) {
+    Py_XDECREF(held_keepalive);
+    return PyErr_NoMemory();
+  }
+  made.device_type = device_type;
+  made.device_id = device_id;
+  made.sync_event = sync_event == Py_None ? NULL : PyLong_AsVoidPtr(sync_event);
+  PyObject* out = hold(&made, NULL);
+  if (out == NULL && made.array.release != NULL) made.array.release(&made.array);
+  return out;
+}
+
+static PyObject* export_stream(PyObject* module, PyObject* args) {
+  PyObject *schema_capsule, *arrays;
+  int device;
+  int device_type = ARROW_DEVICE_CPU;
+  if (!PyArg_ParseTuple(args, "OOp|i", &schema_capsule, &arrays, &device, &device_type)) return NULL;
+  struct ArrowSchema* schema = capsule_struct(schema_capsule, "arrow_schema");
+  if (schema == NULL) return NULL;
+  if (schema->release == NULL) return PyErr_Format(PyExc_ValueError, "the schema capsule was already consumed");
+  Py_ssize_t n;
+  Container** held = containers_of(arrays, &n);
+  if (held == NULL) return NULL;
+  struct ArrowDeviceArray* exported = calloc(n > 0 ? (size_t)n : 1, sizeof *exported);
+  int rc = exported == NULL ? ENOMEM : 0;
+  for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+    const struct ArrowArray* a = &held[i]->array.array;
+    rc = container_export(held[i], a->offset, a->length, a->null_count, &exported[i]);
+    for (Py_ssize_t j = 0; rc && j < i; j++) exported[j].array.release(&exported[j].array);
+  }
+  free(held);
+  if (rc) {
+    free(exported);
+    return PyErr_NoMemory();
+  }
+  /* From here the stream owns the schema (moved out of the capsule) and the exports. */
+  PyObject* capsule = NULL;
+  if (device) {
+    struct ArrowDeviceArrayStream* out = malloc(sizeof *out);
+    if (out != NULL && export_device_stream(schema, exported, n, device_type, out) == 0) {
+      capsule = PyCapsule_New(out, "arrow_device_array_stream", device_stream_capsule_free);
+      if (capsule == NULL) out->release(out);
+    }
+    if (capsule == NULL) free(out);
+  } else {
+    struct ArrowArrayStream* out = malloc(sizeof *out);
+    if (out != NULL && export_array_stream(schema, exported, n, out) == 0) {
+      capsule = PyCapsule_New(out, "arrow_array_stream", stream_capsule_free);
+      if (capsule == NULL) out->release(out);
+    }
+    if (capsule == NULL) free(out);
+  }
+  if (capsule == NULL) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+      if (exported[i].array.release != NULL) exported[i].array.release(&exported[i].array);
+    }
+    if (schema->release != NULL) schema->release(schema);
+    if (!PyErr_Occurred()) PyErr_NoMemory();
+  }
+  free(exported);
+  return capsule;
+}
+
+static PyObject* copy_schema(PyObject* module, PyObject* capsule) {
+  struct ArrowSchema* src = capsule_struct(capsule, "arrow_schema");
+  if (src == NULL) return NULL;
+  if (src->release == NULL) return PyErr_Format(PyExc_ValueError, "the schema capsule was already consumed");
+  struct ArrowSchema* out = malloc(sizeof *out);
+  if (out == NULL || schema_deep_copy(src, out) != 0) {
+    free(out);
+    return PyErr_NoMemory();
+  }
+  PyObject* result = PyCapsule_New(out, "arrow_schema", schema_capsule_free);
+  if (result == NULL) {
+    out->release(out);
+    free(out);
+  }
+  return result;
+}
+
+static PyObject* capsule_name(PyObject* module, PyObject* obj) {
+  if (!PyCapsule_CheckExact(obj)) Py_RETURN_NONE;
+  const char* name = PyCapsule_GetName(obj);
+  return PyUnicode_FromString(name == NULL ? "" : name);
+}
+
+static PyObject* ownership_stats(PyObject* module, PyObject* unused) {
+  long long imports = atomic_load(&g_stats.imports);
+  long long releases = atomic_load(&g_stats.producer_releases);
+  return Py_BuildValue("{sLsLsLsLsLsL}", "live_containers", imports - releases, "imports", imports,
+                       "producer_releases", releases, "live_exported_nodes",
+                       (long long)atomic_load(&g_stats.exported_nodes), "live_exported_streams",
+                       (long long)atomic_load(&g_stats.exported_streams), "live_built_nodes",
+                       (long long)atomic_load(&g_stats.built_nodes));
+}
+
+static PyMethodDef module_methods[] = {
+    {"import_device_array", import_device_array, METH_O, "hold an arrow_device_array capsule (moves it)"},
+    {"import_array", import_array, METH_O, "hold an arrow_array capsule as CPU data (moves it)"},
+    {"import_stream", import_stream, METH_O, "take an arrow_array_stream / arrow_device_array_stream capsule"},
+    {"build", (PyCFunction)(void (*)(void))build, METH_VARARGS | METH_KEYWORDS,
+     "build(length, null_count, offset, buffers, children, dictionary=None, device_type=1, "
+     "device_id=-1, keepalive=None, sync_event=None): an array of arrowdev's own"},
+    {"export_stream", export_stream, METH_VARARGS,
+     "export_stream(schema_capsule, arrays, device, device_type=1): a stream capsule (moves the schema)"},
+    {"copy_schema", copy_schema, METH_O, "a deep copy of an arrow_schema capsule"},
+    {"capsule_name", capsule_name, METH_O, "a capsule's name ('' if unnamed), or None for other objects"},
+    {"ownership_stats", ownership_stats, METH_NOARGS, "the native core's counters"},
+    {NULL}};
+
+static struct PyModuleDef capsules_module = {PyModuleDef_HEAD_INIT, "arrowdev._capsules",
+                                             "arrowdev's native core (see capsules/container.c)", -1,
+                                             module_methods};
+
+PyMODINIT_FUNC PyInit__capsules(void) {
+  if (PyType_Ready(&CDeviceArrayType) < 0 || PyType_Ready(&CArrayStreamType) < 0) return NULL;
+  PyObject* errors = PyImport_ImportModule("arrowdev.errors");
+  if (errors == NULL) return NULL;
+  InvalidArrowError = PyObject_GetAttrString(errors, "InvalidArrowError");
+  Py_DECREF(errors);
+  if (InvalidArrowError == NULL) return NULL;
+  PyObject* m = PyModule_Create(&capsules_module);
+  if (m == NULL) return NULL;
+  Py_INCREF(&CDeviceArrayType);
+  Py_INCREF(&CArrayStreamType);
+  if (PyModule_AddObject(m, "CDeviceArray", (PyObject*)&CDeviceArrayType) < 0 ||
+      PyModule_AddObject(m, "CArrayStream", (PyObject*)&CArrayStreamType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,216 @@
+/* Exported array streams over arrays that arrowdev already holds.
+ *
+ * Every array a stream will yield is exported when the stream is made, with the GIL held, so
+ * get_schema / get_next / release never touch Python and may run on any thread with the GIL
+ * released (Polars drains streams that way). Arrays never pulled are released with the stream.
+ * The schema is deep-copied for each get_schema, so every copy stands alone.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream.h"
+
+typedef struct SchemaPrivate {
+  char* format;
+  char* name;
+  char* metadata;
+  struct ArrowSchema** children;
+  struct ArrowSchema* child_structs;
+  struct ArrowSchema* dictionary;
+  int64_t n_children;
+} SchemaPrivate;
+
+static void release_schema_copy(struct ArrowSchema* schema) {
+  SchemaPrivate* p = (SchemaPrivate*)schema->private_data;
+  for (int64_t i = 0; i < p->n_children; i++) {
+    if (p->children[i]->release != NULL) p->children[i]->release(p->children[i]);
+  }
+  if (p->dictionary != NULL && p->dictionary->release != NULL) p->dictionary->release(p->dictionary);
+  free(p->dictionary);
+  free(p->child_structs);
+  free(p->children);
+  free(p->format);
+  free(p->name);
+  free(p->metadata);
+  free(p);
+  schema->release = NULL;
+}
+
+/* The metadata encoding: int32 pair count, then per pair int32 length + key bytes, int32 length +
+ * value bytes, in native byte order. */
+static size_t metadata_size(const char* metadata) {
+  if (metadata == NULL) return 0;
+  int32_t n, len;
+  memcpy(&n, metadata, 4);
+  size_t pos = 4;
+  for (int32_t i = 0; i < 2 * n; i++) {
+    memcpy(&len, metadata + pos, 4);
+    pos += 4 + (size_t)len;
+  }
+  return pos;
+}
+
+static char* copy_bytes(const char* src, size_t n) {
+  char* dst = malloc(n);
+  if (dst != NULL) memcpy(dst, src, n);
+  return dst;
+}
+
+int schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* dst) {
+  memset(dst, 0, sizeof *dst);
+  SchemaPrivate* p = calloc(1, sizeof *p);
+  if (p == NULL) return ENOMEM;
+  dst->private_data = p;
+  dst->release = release_schema_copy;
+  dst->flags = src->flags;
+  int failed = 0;
+  p->format = copy_bytes(src->format, strlen(src->format) + 1);
+  failed |= p->format == NULL;
+  if (src->name != NULL) failed |= (p->name = copy_bytes(src->name, strlen(src->name) + 1)) == NULL;
+  if (src->metadata != NULL) {
+    failed |= (p->metadata = copy_bytes(src->metadata, metadata_size(src->metadata))) == NULL;
+  }
+  if (src->n_children > 0 && !failed) {
+    p->children = calloc((size_t)src->n_children, sizeof(struct ArrowSchema*));
+    p->child_structs = calloc((size_t)src->n_children, sizeof(struct ArrowSchema));
+    failed |= p->children == NULL || p->child_structs == NULL;
+    for (int64_t i = 0; i < src->n_children && !failed; i++) {
+      p->children[i] = &p->child_structs[i];
+      p->n_children = i + 1;
+      failed |= schema_deep_copy(src->children[i], p->children[i]) != 0;
+    }
+  }
+  if (src->dictionary != NULL && !failed) {
+    p->dictionary = calloc(1, sizeof(struct ArrowSchema));
+    failed |= p->dictionary == NULL || schema_deep_copy(src->dictionary, p->dictionary) != 0;
+  }
+  dst->format = p->format;
+  dst->name = p->name;
+  dst->metadata = p->metadata;
+  dst->n_children = src->n_children;
+  dst->children = p->children;
+  dst->dictionary = p->dictionary;
+  if (failed) {
+    release_schema_copy(dst);
+    return ENOMEM;
+  }
+  return 0;
+}
+
+typedef struct StreamPrivate {
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray* arrays;
+  int64_t n_arrays;
+  int64_t next;
+  const char* last_error;
+} StreamPrivate;
+
+static StreamPrivate* stream_private_new(struct ArrowSchema* schema, struct ArrowDeviceArray* arrays,
+                                         int64_t n) {
+  StreamPrivate* p = calloc(1, sizeof *p);
+  struct ArrowDeviceArray* held = calloc(n > 0 ? (size_t)n : 1, sizeof *held);
+  if (p == NULL || held == NULL) {
+    free(p);
+    free(held);
+    if (schema->release != NULL) schema->release(schema);
+    for (int64_t i = 0; i < n; i++) {
+      if (arrays[i].array.release != NULL) arrays[i].array.release(&arrays[i].array);
+    }
+    return NULL;
+  }
+  memcpy(&p->schema, schema, sizeof *schema);
+  schema->release = NULL;
+  memcpy(held, arrays, (size_t)n * sizeof *held);
+  for (int64_t i = 0; i < n; i++) arrays[i].array.release = NULL;
+  p->arrays = held;
+  p->n_arrays = n;
+  atomic_fetch_add(&g_stats.exported_streams, 1);
+  return p;
+}
+
+static void stream_private_free(StreamPrivate* p) {
+  for (int64_t i = p->next; i < p->n_arrays; i++) {
+    if (p->arrays[i].array.release != NULL) p->arrays[i].array.release(&p->arrays[i].array);
+  }
+  if (p->schema.release != NULL) p->schema.release(&p->schema);
+  free(p->arrays);
+  free(p);
+  atomic_fetch_sub(&g_stats.exported_streams, 1);
+}
+
+static int stream_schema(StreamPrivate* p, struct ArrowSchema* out) {
+  int rc = schema_deep_copy(&p->schema, out);
+  p->last_error = rc ? "out of memory copying the schema" : NULL;
+  return rc;
+}
+
+/* The next array still held, or NULL at the end of the stream. */
+static struct ArrowDeviceArray* stream_next(StreamPrivate* p) {
+  return p->next < p->n_arrays ? &p->arrays[p->next++] : NULL;
+}
+
+static StreamPrivate* device_private(struct ArrowDeviceArrayStream* s) { return s->private_data; }
+static int device_get_schema(struct ArrowDeviceArrayStream* s, struct ArrowSchema* out) {
+  return stream_schema(device_private(s), out);
+}
+static int device_get_next(struct ArrowDeviceArrayStream* s, struct ArrowDeviceArray* out) {
+  struct ArrowDeviceArray* next = stream_next(device_private(s));
+  memset(out, 0, sizeof *out);
+  if (next != NULL) {
+    memcpy(out, next, sizeof *out);
+    next->array.release = NULL;
+  }
+  return 0;
+}
+static const char* device_last_error(struct ArrowDeviceArrayStream* s) { return device_private(s)->last_error; }
+static void device_release(struct ArrowDeviceArrayStream* s) {
+  stream_private_free(device_private(s));
+  s->release = NULL;
+}
+
+int export_device_stream(struct ArrowSchema* schema, struct ArrowDeviceArray* arrays, int64_t n,
+                         ArrowDeviceType device_type, struct ArrowDeviceArrayStream* out) {
+  memset(out, 0, sizeof *out);
+  StreamPrivate* p = stream_private_new(schema, arrays, n);
+  if (p == NULL) return ENOMEM;
+  out->device_type = device_type;
+  out->get_schema = device_get_schema;
+  out->get_next = device_get_next;
+  out->get_last_error = device_last_error;
+  out->release = device_release;
+  out->private_data = p;
+  return 0;
+}
+
+static StreamPrivate* cpu_private(struct ArrowArrayStream* s) { return s->private_data; }
+static int cpu_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
+  return stream_schema(cpu_private(s), out);
+}
+static int cpu_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
+  struct ArrowDeviceArray* next = stream_next(cpu_private(s));
+  memset(out, 0, sizeof *out);
+  if (next != NULL) {
+    memcpy(out, &next->array, sizeof *out);
+    next->array.release = NULL;
+  }
+  return 0;
+}
+static const char* cpu_last_error(struct ArrowArrayStream* s) { return cpu_private(s)->last_error; }
+static void cpu_release(struct ArrowArrayStream* s) {
+  stream_private_free(cpu_private(s));
+  s->release = NULL;
+}
+
+int export_array_stream(struct ArrowSchema* schema, struct ArrowDeviceArray* arrays, int64_t n,
+                        struct ArrowArrayStream* out) {
+  memset(out, 0, sizeof *out);
+  StreamPrivate* p = stream_private_new(schema, arrays, n);
+  if (p == NULL) return ENOMEM;
+  out->get_schema = cpu_get_schema;
+  out->get_next = cpu_get_next;
+  out->get_last_error = cpu_last_error;
+  out->release = cpu_release;
+  out->private_data = p;
+  return 0;
+}

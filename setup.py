@@ -1,0 +1,14 @@
+# The native core (capsules/) is plain C on the CPython API: a C compiler is all it needs.
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "arrowdev._capsules",
+            sources=["capsules/container.c", "capsules/stream.c", "capsules/module.c"],
+            depends=["capsules/abi.h", "capsules/container.h", "capsules/stream.h"],
+            extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
+                                "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
+        )
+    ]
+)
