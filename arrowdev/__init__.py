@@ -7,7 +7,7 @@
 [1, 2, None]
 """
 
-from . import debug
+from . import cuda, debug
 from .column import ArrowColumn, BufferInfo, column
 from .errors import ArrowDevError, DeviceUnavailableError, InvalidArrowError
 from .table import ArrowTable, table
@@ -25,6 +25,7 @@ __all__ = [
     "DeviceUnavailableError",
     "InvalidArrowError",
     "column",
+    "cuda",
     "debug",
     "table",
 ]

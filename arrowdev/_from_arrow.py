@@ -7,7 +7,9 @@ The protocols are tried in one fixed order, device before CPU and a stream befor
 3. ``__arrow_c_stream__``          4. ``__arrow_c_array__``
 
 Bare capsules work too: a stream capsule, or a ``(schema, array)`` capsule pair as the array
-protocols return it. Python sequences and NumPy arrays go through ``pyarrow.array`` first.
+protocols return it. Python sequences and NumPy arrays go through ``pyarrow.array`` first. GPU
+arrays (CuPy, numba, PyTorch) come in through ``__cuda_array_interface__``, then ``__dlpack__``
+(:mod:`arrowdev.interop.cuda_arrays`).
 Every array is checked against its type before arrowdev hands it out (design.md O7).
 """
 
@@ -45,9 +47,18 @@ def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
         import pyarrow as pa
 
         return read_arrow(pa.array(obj, type=None if schema is None else DataType.from_arrow(schema).to_pyarrow()))
+    if hasattr(obj, "__cuda_array_interface__"):
+        from .interop.cuda_arrays import from_cuda_array_interface
+
+        return from_cuda_array_interface(obj)
+    if hasattr(obj, "__dlpack__"):
+        from .interop.cuda_arrays import from_dlpack
+
+        return from_dlpack(obj)
     raise TypeError(
         "expected an Arrow object (one with __arrow_c_device_stream__, __arrow_c_device_array__, "
-        f"__arrow_c_stream__ or __arrow_c_array__), a capsule, a list or a NumPy array, got {type(obj).__name__}")
+        "__arrow_c_stream__ or __arrow_c_array__), a capsule, a list, a NumPy array, or a GPU array "
+        f"(__cuda_array_interface__ / __dlpack__), got {type(obj).__name__}")
 
 
 def _from_capsule(capsule: Any, name: str, schema: Any) -> tuple[DataType, list[Any]]:

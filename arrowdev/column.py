@@ -52,8 +52,11 @@ def reader_for(device: Device) -> layout.Reader:
     """The function that reads bytes of memory on ``device`` to the host."""
     if device.is_cpu_readable:
         return layout.read_cpu
-    raise DeviceUnavailableError(
-        f"reading {device.type} memory needs arrowdev's CUDA support, which is not available here")
+    if device.type in ("cuda", "cuda_managed"):
+        from .cuda import runtime
+
+        return lambda address, nbytes: runtime.read_bytes(address, nbytes, device.id)
+    raise DeviceUnavailableError(f"arrowdev cannot read {device.type} memory")
 
 
 def struct_field(held: Any, index: int) -> Any:
@@ -130,9 +133,26 @@ class ArrowColumn:
         if n is None:
             c = self._chunks[i]
             validity = c.buffers[0] if c.n_buffers else 0
-            n = layout.null_count(self._type, c.offset, c.length, validity, reader_for(self.device))
+            n = layout.null_count(self._type, c.offset, c.length, validity, self._read)
             self._nulls[i] = n
         return n
+
+    def _read(self, address: int, nbytes: int) -> bytes:
+        """Reads this column's memory (after its producers' sync events, O4); only asked for when a
+        computation really needs bytes."""
+        self._wait_for_producers()
+        return reader_for(self.device)(address, nbytes)
+
+    def _sync_events(self) -> list[int]:
+        return [c.sync_event for c in self._chunks if c.sync_event]
+
+    def _wait_for_producers(self) -> None:
+        """Blocks until the work producing this column's data has finished (its sync events)."""
+        events = self._sync_events()
+        if events:
+            from .cuda import runtime
+
+            runtime.synchronize_events(events)
 
     @property
     def buffers(self) -> list[BufferInfo]:
@@ -263,6 +283,54 @@ class ArrowColumn:
         rows = self.slice(0, _PREVIEW_ROWS).to_pylist()
         return f"{head}\n{rows!r}" + (" ..." if len(self) > _PREVIEW_ROWS else "")
 
+    # ---- devices -----------------------------------------------------------------------------
+
+    def to_device(self, device: int = 0, stream: Any = None) -> ArrowColumn:
+        """A copy on CUDA device ``device`` (this column if it is there already).
+
+        The copies are asynchronous on ``stream`` (a CuPy stream or a ``cudaStream_t``; default:
+        arrowdev's stream for the device); the result's sync event fires when they are done, and
+        every consumer of the result waits on it. Only the bytes of the rows in the column are
+        copied (slices included). Needs CuPy and a GPU."""
+        from .cuda import copy_columns
+
+        return copy_columns([self], Device("cuda", device), stream)[0]
+
+    def to_host(self, stream: Any = None) -> ArrowColumn:
+        """A copy in pinned host memory (device ``cuda_host``) of device data, or this column if
+        the CPU can already read it. Asynchronous like :meth:`to_device`; CPU reads wait for it."""
+        if self.device.is_cpu_readable:
+            return self
+        from .cuda import copy_columns
+
+        return copy_columns([self], Device("cuda_host", self.device.id), stream)[0]
+
+    # ---- array exports (CuPy, numba, PyTorch, NumPy) -------------------------------------------
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """CAI v3 view of a one-chunk fixed-width GPU column (zero-copy; nulls go in ``mask``)."""
+        from .interop.cuda_arrays import cuda_array_interface
+
+        return cuda_array_interface(self)
+
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        """DLPack view of a one-chunk fixed-width column without nulls (zero-copy)."""
+        from .interop.cuda_arrays import dlpack
+
+        return dlpack(self, stream, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from .interop.cuda_arrays import dlpack_device
+
+        return dlpack_device(self)
+
+    def to_cupy(self) -> Any:
+        """A CuPy array: zero-copy for fixed-width GPU data, an unpacking copy for bool."""
+        from .interop.cuda_arrays import to_cupy
+
+        return to_cupy(self)
+
     # ---- exports -----------------------------------------------------------------------------
 
     def __arrow_c_schema__(self) -> Any:
@@ -309,7 +377,9 @@ class ArrowColumn:
             return self._chunks[0], self._chunk_null_count(0)
         from .interop.pyarrow import concatenate
 
-        merged = concatenate(self._on_cpu() if not self.device.is_cpu_readable else self)
+        merged = concatenate(self._on_cpu())
+        if not self.device.is_cpu_readable:  # concatenated on the host, then back to the device
+            merged = merged.to_device(self.device.id)
         return merged._chunks[0], merged._chunk_null_count(0)
 
     def _as_requested(self, requested_schema: Any) -> ArrowColumn:
@@ -321,11 +391,10 @@ class ArrowColumn:
         return cast(self, target)
 
     def _on_cpu(self) -> ArrowColumn:
-        if self.device.is_cpu_readable:
-            return self
-        raise DeviceUnavailableError(
-            f"this column is on {self.device.type}:{self.device.id}; a CPU export needs a host copy, "
-            "which needs arrowdev's CUDA support")
+        """This column where the CPU can read it, its data ready: a host copy of device data (O6)."""
+        host = self.to_host()
+        host._wait_for_producers()
+        return host
 
 
 def _node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: layout.Reader,

@@ -167,6 +167,24 @@ class ArrowTable:
         rows = self._num_rows - start if length is None else min(length, self._num_rows - start)
         return ArrowTable(columns, rows, self._metadata)
 
+    # ---- devices -------------------------------------------------------------------------------
+
+    def to_device(self, device: int = 0, stream: Any = None) -> ArrowTable:
+        """A copy of every column on CUDA device ``device``, in one batch of asynchronous copies
+        (see :meth:`ArrowColumn.to_device`)."""
+        from .cuda import copy_columns
+
+        return ArrowTable(copy_columns(self._columns, Device("cuda", device), stream), self._num_rows, self._metadata)
+
+    def to_host(self, stream: Any = None) -> ArrowTable:
+        """A copy of every column in pinned host memory (see :meth:`ArrowColumn.to_host`)."""
+        if self.device.is_cpu_readable:
+            return self
+        from .cuda import copy_columns
+
+        target = Device("cuda_host", self.device.id)
+        return ArrowTable(copy_columns(self._columns, target, stream), self._num_rows, self._metadata)
+
     # ---- conversions -------------------------------------------------------------------------
 
     def to_pyarrow(self) -> Any:

@@ -1,0 +1,129 @@
+"""The CUDA runtime as arrowdev uses it, through CuPy: devices, streams, events, small reads.
+
+CuPy is imported only when a GPU feature is used, so arrowdev imports and works on machines
+without CuPy or a GPU; there, GPU features raise :class:`arrowdev.DeviceUnavailableError`.
+
+Sync events (design.md O4) are ``cudaEvent_t*``: the address of memory that holds an event
+handle. :func:`wait_on_events` makes a stream wait on them before arrowdev's work touches the data;
+:func:`synchronize_events` blocks the host before the CPU reads (pinned host memory).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..errors import DeviceUnavailableError
+
+_lock = threading.Lock()
+_streams: dict[int, Any] = {}
+
+
+def cupy() -> Any:
+    """The cupy module, or DeviceUnavailableError naming what is missing."""
+    try:
+        import cupy as cp
+    except ImportError as e:
+        raise DeviceUnavailableError(
+            f"this needs CuPy and a CUDA GPU: install arrowdev[cuda13] ({e})") from None
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver, no device: CuPy raises CUDARuntimeError
+        raise DeviceUnavailableError(f"no CUDA device is usable here: {e}") from None
+    if count == 0:
+        raise DeviceUnavailableError("no CUDA device is present")
+    return cp
+
+
+def is_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        cupy()
+        return True
+    except DeviceUnavailableError:
+        return False
+
+
+def device_count() -> int:
+    return cupy().cuda.runtime.getDeviceCount()
+
+
+def check_device(device_id: int) -> int:
+    count = device_count()
+    if not isinstance(device_id, int) or not 0 <= device_id < count:
+        raise ValueError(f"expected a CUDA device id in [0, {count}), got {device_id!r}")
+    return device_id
+
+
+def stream_for(device_id: int, stream: Any = None) -> Any:
+    """The stream arrowdev's work on ``device_id`` goes to: the caller's (a CuPy stream or a raw
+    ``cudaStream_t`` int), else one non-blocking stream per device, made on first use."""
+    cp = cupy()
+    if stream is not None:
+        return stream if isinstance(stream, (cp.cuda.Stream, cp.cuda.ExternalStream)) else cp.cuda.ExternalStream(int(stream), device_id)
+    with _lock:
+        if device_id not in _streams:
+            with cp.cuda.Device(device_id):
+                _streams[device_id] = cp.cuda.Stream(non_blocking=True)
+        return _streams[device_id]
+
+
+def _event_handles(events: Iterable[int]) -> list[int]:
+    """cudaEvent_t handles from non-zero ``cudaEvent_t*`` addresses."""
+    return [ctypes.c_void_p.from_address(addr).value or 0 for addr in events if addr]
+
+
+def wait_on_events(stream: Any, events: Iterable[int]) -> None:
+    """Makes ``stream`` wait for every producer event (``cudaEvent_t*``) before later work."""
+    runtime = cupy().cuda.runtime
+    for handle in _event_handles(events):
+        if handle:
+            runtime.streamWaitEvent(stream.ptr, handle, 0)
+
+
+def synchronize_events(events: Iterable[int]) -> None:
+    """Blocks the host until every producer event (``cudaEvent_t*``) has fired."""
+    handles = [h for h in _event_handles(events) if h]
+    if handles:
+        runtime = cupy().cuda.runtime
+        for handle in handles:
+            runtime.eventSynchronize(handle)
+
+
+class SyncEvent:
+    """An event recorded on a stream after the work that produces an array, and the memory
+    holding its handle: ``address`` is the ``cudaEvent_t*`` to put in ``ArrowDeviceArray.sync_event``."""
+
+    __slots__ = ("event", "_handle")
+
+    def __init__(self, stream: Any) -> None:
+        self.event = cupy().cuda.Event(disable_timing=True)
+        self.event.record(stream)
+        self._handle = ctypes.c_void_p(self.event.ptr)
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self._handle)
+
+
+def read_bytes(address: int, nbytes: int, device_id: int) -> bytes:
+    """Copies ``nbytes`` of device memory to the host (synchronous; for offsets and bitmaps)."""
+    if nbytes == 0:
+        return b""
+    cp = cupy()
+    out = np.empty(nbytes, dtype=np.uint8)
+    with cp.cuda.Device(device_id):
+        cp.cuda.runtime.memcpy(out.ctypes.data, address, nbytes, cp.cuda.runtime.memcpyDeviceToHost)
+    return out.tobytes()
+
+
+def pointer_device(address: int) -> tuple[str, int]:
+    """(device type name, device id) of a pointer: 'cuda', 'cuda_managed', 'cuda_host' or 'cpu'."""
+    runtime = cupy().cuda.runtime
+    attrs = runtime.pointerGetAttributes(address)
+    kind = {runtime.memoryTypeDevice: "cuda", runtime.memoryTypeManaged: "cuda_managed",
+            runtime.memoryTypeHost: "cuda_host"}.get(attrs.type, "cpu")
+    return kind, attrs.device if kind != "cpu" else -1

@@ -1,0 +1,265 @@
+"""Copies of Arrow trees between host and device, and between devices, for every Arrow type.
+
+Planning walks each tree node by node with layout.py's buffer rules and copies only the bytes
+that the rows in range use:
+
+- fixed-width, bool, string/binary (all widths), list/large_list/map, struct, fixed_size_list
+  and sparse union nodes are trimmed to their rows: the new offset keeps only the bit position
+  within a byte (``offset % 8``), offsets buffers are rebased to start at 0, and children get
+  just the rows the parent points at;
+- string_view/binary_view, list_view, dense union, run_end_encoded and null nodes keep their
+  offset and are copied from the buffers' start (their children are referenced out of order).
+
+Execution puts every copy of one call on one stream after waiting on the sources' sync events
+(O4), records one event after them (the results' ``sync_event``), and keeps sources and staging
+memory alive until that event fires. Host-to-device copies are staged through pinned memory:
+several threads fill the staging buffer in 8 MiB pieces while earlier pieces are already on their
+way to the device. Device-to-host copies land in pinned memory directly (the result's device is
+``cuda_host``: the CPU reads it in place once the event has fired).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _capsules, layout
+from ..types import DataType, Device
+from . import memory, runtime
+
+_PIECE = 8 << 20
+_TRIM_BITS = frozenset({"string", "binary", "large_string", "large_binary", "list", "large_list", "map",
+                        "struct", "fixed_size_list"})
+_WHOLE = frozenset({"na", "run_end_encoded", "dense_union", "list_view", "large_list_view", "string_view",
+                    "binary_view"})
+_OFFSET_WIDTH = {"string": 4, "binary": 4, "list": 4, "map": 4,
+                 "large_string": 8, "large_binary": 8, "large_list": 8}
+_DEVICE_MEMORY = frozenset({"cuda", "cuda_managed"})
+_workers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="arrowdev-staging")
+
+
+@dataclass
+class _Copy:
+    dst: int
+    src: int
+    nbytes: int
+    rebase: tuple[int, int] | None = None  # (offset width, value to subtract) for offsets buffers
+
+
+@dataclass
+class _Node:
+    length: int
+    null_count: int
+    offset: int
+    buffers: list[int]
+    children: list[_Node]
+    dictionary: _Node | None
+    keep: list[Any] = field(default_factory=list)
+
+
+class Transfer:
+    """One batch of tree copies from ``source`` to ``target``, on one stream, one event."""
+
+    def __init__(self, source: Device, target: Device, stream: Any = None) -> None:
+        self.source, self.target = source, target
+        self.read: Callable[[int, int], bytes] = layout.read_cpu  # the source reader of the tree being planned
+        self.on_host = source.is_cpu_readable and target.is_cpu_readable
+        self.gpu = target.id if target.type == "cuda" else source.id
+        self.stream = None if self.on_host else runtime.stream_for(self.gpu, stream)
+        self.copies: list[_Copy] = []
+
+    # ---- planning ------------------------------------------------------------------------------
+
+    def _alloc(self, nbytes: int) -> tuple[int, Any]:
+        if self.on_host:
+            buf = np.empty(max(nbytes, 1), dtype=np.uint8)
+            return buf.ctypes.data, buf
+        if self.target.type == "cuda":
+            buf = memory.DeviceBuffer(nbytes, self.target.id, self.stream)
+        else:
+            buf = memory.PinnedBuffer(nbytes)
+        return buf.ptr, buf
+
+    def _copy_range(self, node: _Node, src: int, first: int, end: int, rebase: tuple[int, int] | None = None) -> None:
+        """Adds a buffer holding source bytes [first, end) of the buffer at ``src`` to ``node``."""
+        if not src:
+            node.buffers.append(0)
+            return
+        ptr, buf = self._alloc(end - first)
+        node.buffers.append(ptr)
+        node.keep.append(buf)
+        if end > first:
+            self.copies.append(_Copy(ptr, src + first, end - first, rebase))
+
+    def plan(self, dtype: DataType, tree: tuple, lo: int, hi: int, null_count: int) -> _Node:
+        """The copy of rows [lo, hi) of one node and what it points at."""
+        length, offset, _, buffers, children, dictionary = tree
+        storage, start, n = dtype.storage_id, offset + lo, hi - lo
+        specs = layout.buffer_specs(dtype, start, n, buffers, self.read)
+        if storage in _WHOLE:
+            base = 0
+        elif storage == "sparse_union":
+            base = start
+        else:
+            base = start - start % 8
+        node = _Node(n, null_count, start - base, [], [], None)
+        child_range = (0, None)
+        for spec, src in zip(specs, buffers):
+            if storage in _WHOLE:
+                self._copy_range(node, src, 0, spec.size)
+            elif spec.role == "offsets":
+                width = _OFFSET_WIDTH[storage]
+                first_value = self._offset(src, base, width)
+                last_value = self._offset(src, start + n, width)
+                self._copy_range(node, src, base * width, (start + n + 1) * width,
+                                 (width, first_value) if first_value else None)
+                child_range = (first_value, last_value)
+            elif spec.role == "data" and storage in _OFFSET_WIDTH:
+                self._copy_range(node, src, child_range[0], child_range[1])
+            elif spec.role == "type_ids":
+                self._copy_range(node, src, base, start + n)
+            elif spec.role == "validity" or dtype.element_bits(1) == 1:
+                self._copy_range(node, src, base // 8, spec.size)
+            else:
+                self._copy_range(node, src, base * dtype.element_bits(1) // 8, spec.size)
+        for child_type, child in zip(dtype.children, children):
+            node.children.append(self._plan_child(dtype, child_type, child, base, start + n, child_range))
+        if dictionary is not None:
+            node.dictionary = self.plan(dtype.value_type, dictionary, 0, dictionary[0], dictionary[2])
+        return node
+
+    def _plan_child(self, parent: DataType, dtype: DataType, child: tuple, first: int, end: int,
+                    offsets_range: tuple) -> _Node:
+        storage = parent.storage_id
+        if storage in ("list", "large_list", "map"):
+            lo, hi = offsets_range
+        elif storage == "fixed_size_list":
+            lo, hi = first * parent.fixed_size, end * parent.fixed_size
+        elif storage in ("struct", "sparse_union"):
+            lo, hi = first, end
+        else:
+            lo, hi = 0, child[0]
+        return self.plan(dtype, child, lo, hi, child[2] if (lo, hi) == (0, child[0]) else -1)
+
+    def _offset(self, src: int, index: int, width: int) -> int:
+        return int.from_bytes(self.read(src + index * width, width), "little", signed=True) if src else 0
+
+    # ---- execution -----------------------------------------------------------------------------
+
+    def run(self, source_events: list[int], keep_sources: Any) -> runtime.SyncEvent | None:
+        """Enqueues every planned copy; returns the event that fires after them (None for a copy
+        between host buffers, which is done when this returns)."""
+        if self.on_host:
+            runtime.synchronize_events(source_events)
+            for c in self.copies:
+                _stage(c.dst, c.src, c.nbytes, c.rebase)
+            return None
+        cp = runtime.cupy()
+        runtime.wait_on_events(self.stream, source_events)
+        from_device = self.source.type in _DEVICE_MEMORY
+        staging = None
+        with cp.cuda.Device(self.gpu):
+            if not from_device:
+                staging = self._host_to_device(pinned_source=self.source.type != "cpu")
+            elif self.target.type != "cuda":
+                self._device_to_host()
+            else:
+                self._device_to_device()
+        done = runtime.SyncEvent(self.stream)
+        memory.keep_until(done.event, staging, keep_sources)
+        return done
+
+    def _memcpy(self, dst: int, src: int, nbytes: int, direction: int) -> None:
+        runtime.cupy().cuda.runtime.memcpyAsync(dst, src, nbytes, direction, self.stream.ptr)
+
+    def _host_to_device(self, pinned_source: bool) -> Any:
+        runtime_api = runtime.cupy().cuda.runtime
+        if pinned_source and not any(c.rebase for c in self.copies):  # DMA straight from pinned memory
+            for c in self.copies:
+                self._memcpy(c.dst, c.src, c.nbytes, runtime_api.memcpyHostToDevice)
+            return None
+        total = sum(c.nbytes for c in self.copies)
+        staging = memory.PinnedBuffer(total)
+        pieces, position = [], 0
+        for c in self.copies:
+            for first in range(0, c.nbytes, _PIECE):
+                size = min(_PIECE, c.nbytes - first)
+                rebase = c.rebase if c.rebase else None
+                pieces.append((c.dst + first, staging.ptr + position, c.src + first, size, rebase))
+                position += size
+        futures = [_workers.submit(_stage, staged, src, size, rebase) for _, staged, src, size, rebase in pieces]
+        for (dst, staged, _, size, _), future in zip(pieces, futures):
+            future.result()
+            self._memcpy(dst, staged, size, runtime_api.memcpyHostToDevice)
+        return staging
+
+    def _device_to_host(self) -> None:
+        runtime_api = runtime.cupy().cuda.runtime
+        for c in self.copies:
+            self._memcpy(c.dst, c.src, c.nbytes, runtime_api.memcpyDeviceToHost)
+        if any(c.rebase for c in self.copies):
+            self.stream.synchronize()  # the rebase reads what the copies wrote
+            for c in self.copies:
+                if c.rebase:
+                    _subtract(_host_view(c.dst, c.nbytes, c.rebase[0]), c.rebase[1])
+
+    def _device_to_device(self) -> None:
+        cp = runtime.cupy()
+        for c in self.copies:
+            if self.source.id == self.target.id:
+                self._memcpy(c.dst, c.src, c.nbytes, cp.cuda.runtime.memcpyDeviceToDevice)
+            else:
+                cp.cuda.runtime.memcpyPeerAsync(c.dst, self.target.id, c.src, self.source.id, c.nbytes, self.stream.ptr)
+        with self.stream:
+            for c in self.copies:
+                if c.rebase:
+                    width, value = c.rebase
+                    dtype = np.int32 if width == 4 else np.int64
+                    mem = cp.cuda.UnownedMemory(c.dst, c.nbytes, None, self.target.id)
+                    view = cp.ndarray(c.nbytes // width, dtype, cp.cuda.MemoryPointer(mem, 0))
+                    view -= dtype(value)
+
+    # ---- results -------------------------------------------------------------------------------
+
+    def build(self, node: _Node, event: runtime.SyncEvent | None) -> Any:
+        """The held array for a planned node (children first); the top one carries the event."""
+        children = [self.build(child, None) for child in node.children]
+        dictionary = self.build(node.dictionary, None) if node.dictionary is not None else None
+        keep = node.keep + ([event] if event is not None else [])
+        return _capsules.build(node.length, node.null_count, node.offset, node.buffers, children, dictionary,
+                               device_type=self.target.code, device_id=self.target.id, keepalive=keep,
+                               sync_event=event.address if event is not None else None)
+
+
+def _host_view(address: int, nbytes: int, width: int) -> np.ndarray:
+    buffer = (ctypes.c_char * nbytes).from_address(address)
+    return np.frombuffer(buffer, dtype=np.int32 if width == 4 else np.int64)
+
+
+def _subtract(view: np.ndarray, value: int) -> None:
+    np.subtract(view, view.dtype.type(value), out=view)
+
+
+def _stage(staged: int, src: int, size: int, rebase: tuple[int, int] | None) -> None:
+    """Copies one piece of host memory, rebasing offsets on the way (in a worker thread when
+    staging: memmove drops the GIL)."""
+    ctypes.memmove(staged, src, size)
+    if rebase is not None:
+        _subtract(_host_view(staged, size, rebase[0]), rebase[1])
+
+
+def copy_chunks(items: list[tuple[DataType, Any, int, Callable[[int, int], bytes]]], source: Device,
+                target: Device, stream: Any = None) -> list[Any]:
+    """Copies held arrays ``(type, array, known null count, reader of its memory)`` from
+    ``source`` to ``target`` in one batch."""
+    transfer = Transfer(source, target, stream)
+    plans = []
+    for dtype, held, nulls, read in items:
+        transfer.read = read
+        plans.append(transfer.plan(dtype, held.tree(), 0, held.length, nulls))
+    event = transfer.run([item[1].sync_event for item in items], [item[1] for item in items])
+    return [transfer.build(plan, event) for plan in plans]

@@ -1,0 +1,209 @@
+"""CuPy, numba and PyTorch exchange through ``__cuda_array_interface__`` (v3) and DLPack.
+
+Import: a 1-D contiguous device array becomes a one-chunk column over the same memory, which
+keeps the source object alive. The CAI ``stream`` becomes the column's sync event (an event
+recorded on that stream), and a CAI ``mask`` becomes the validity bitmap (a packing copy, as is a
+bool array's data: Arrow stores bits, the array stores bytes). Strided or multi-dimensional input
+is refused with a message that says how to make it contiguous.
+
+Export: a one-chunk fixed-width column on a GPU exports CAI and DLPack views of its buffer. The
+view keeps the column alive; consumers wait on the column's sync events (CAI: the ``stream``
+field names arrowdev's stream, made to wait on them; DLPack: the consumer's stream is made to
+wait). Validity goes out as the CAI ``mask``, which CuPy, numba and PyTorch refuse rather than
+misread; DLPack has no validity, so a column with nulls refuses to export through it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _capsules
+from ..types import DataType
+
+if TYPE_CHECKING:
+    from ..column import ArrowColumn
+
+_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
+
+
+# ---- import --------------------------------------------------------------------------------------
+
+def from_dlpack(obj: Any) -> tuple[DataType, list[Any]]:
+    """A DLPack producer: CPU tensors through NumPy, device tensors through CuPy (zero-copy)."""
+    device_type, _ = obj.__dlpack_device__()
+    if device_type == _KDL_CPU:
+        from .._from_arrow import read_arrow
+
+        return read_arrow(np.from_dlpack(obj))
+    from ..cuda import runtime
+
+    return from_cuda_array_interface(runtime.cupy().from_dlpack(obj))
+
+
+def _packed_bits(cp: Any, bools: Any) -> Any:
+    return cp.packbits(bools.astype(cp.bool_), bitorder="little")
+
+
+def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
+    """A ``__cuda_array_interface__`` producer as (type, [held array]), zero-copy."""
+    from ..cuda import runtime
+
+    cp = runtime.cupy()
+    cai = obj.__cuda_array_interface__
+    shape, dtype = tuple(cai["shape"]), np.dtype(cai["typestr"])
+    if len(shape) != 1:
+        raise ValueError(f"expected a 1-D array, got shape {shape}: reshape or ravel it first")
+    n = shape[0]
+    strides = cai.get("strides")
+    if strides is not None and n > 1 and tuple(strides) != (dtype.itemsize,):
+        raise ValueError(f"expected a contiguous array, got strides {tuple(strides)} for itemsize "
+                         f"{dtype.itemsize}: make a contiguous copy first (cupy.ascontiguousarray)")
+    address = cai["data"][0]
+    kind, device_id = runtime.pointer_device(address) if address else ("cuda", cp.cuda.Device().id)
+    device_code = {"cuda": 2, "cuda_managed": 13, "cuda_host": 3}.get(kind, 2)
+    keep: list[Any] = [obj]
+    event = None
+    if cai.get("stream") is not None:  # the data is ready once this stream's work is done
+        producer = cp.cuda.ExternalStream(int(cai["stream"]), device_id)
+        event = runtime.SyncEvent(producer)
+        keep.append(event)
+    with cp.cuda.Device(device_id):
+        validity, null_count = 0, 0
+        mask = cai.get("mask")
+        if mask is not None:
+            valid = cp.asarray(mask)
+            bitmap = _packed_bits(cp, valid)
+            validity, null_count = bitmap.data.ptr, int(n - int(cp.count_nonzero(valid)))
+            keep.append(bitmap)
+        if dtype == np.bool_:
+            unowned = cp.cuda.UnownedMemory(address, n, obj, device_id)
+            bits = _packed_bits(cp, cp.ndarray(n, cp.bool_, cp.cuda.MemoryPointer(unowned, 0)))
+            address = bits.data.ptr
+            keep.append(bits)
+    import pyarrow as pa
+
+    arrow_type = DataType.from_arrow(pa.from_numpy_dtype(dtype))
+    held = _capsules.build(n, null_count, 0, [validity, address], [], device_type=device_code,
+                           device_id=device_id, keepalive=keep, sync_event=event.address if event else None)
+    return arrow_type, [held]
+
+
+# ---- export --------------------------------------------------------------------------------------
+
+def _numpy_dtype(col: ArrowColumn) -> np.dtype:
+    import pyarrow as pa
+
+    arrow = col.type.to_pyarrow()
+    if col.type.value_type is not None or pa.types.is_boolean(arrow) or not pa.types.is_primitive(arrow):
+        raise TypeError(f"expected a fixed-width numeric or temporal column, got {col.type}"
+                        + (": bool columns are bits; use to_cupy(), which unpacks them (a copy)"
+                           if pa.types.is_boolean(arrow) else ""))
+    return np.dtype(arrow.to_pandas_dtype())
+
+
+def _one_chunk(col: ArrowColumn) -> Any:
+    if col.num_chunks != 1:
+        raise ValueError(f"expected one chunk for a zero-copy view, got {col.num_chunks}: "
+                         "pass the column's chunks one by one, or concatenate with pa.array(col)")
+    return col._chunks[0]
+
+
+def cuda_array_interface(col: ArrowColumn) -> dict[str, Any]:
+    """The ``__cuda_array_interface__`` (v3) of a one-chunk fixed-width column on a GPU."""
+    from ..cuda import runtime
+
+    if col.device.type not in ("cuda", "cuda_managed"):
+        raise AttributeError(f"a column on {col.device.type} has no __cuda_array_interface__: call to_device() first")
+    dtype = _numpy_dtype(col)
+    held = _one_chunk(col)
+    stream = runtime.stream_for(col.device.id)
+    runtime.wait_on_events(stream, col._sync_events())
+    return {
+        "shape": (held.length,),
+        "typestr": dtype.str,
+        "descr": [("", dtype.str)],
+        "data": (held.buffers[1] + held.offset * dtype.itemsize if held.length else 0, False),
+        "strides": None,
+        "version": 3,
+        "stream": stream.ptr or None,
+        "mask": _mask(col, held) if col.null_count else None,
+    }
+
+
+def _mask(col: ArrowColumn, held: Any) -> Any:
+    """Validity as CAI wants it: one byte per row, a view-producing object (a copy of the bits)."""
+    from ..cuda import runtime
+
+    cp = runtime.cupy()
+    first, end = held.offset // 8, (held.offset + held.length + 7) // 8
+    with cp.cuda.Device(col.device.id):
+        mem = cp.cuda.UnownedMemory(held.buffers[0] + first, end - first, col, col.device.id)
+        bits = cp.ndarray(end - first, cp.uint8, cp.cuda.MemoryPointer(mem, 0))
+        start = held.offset - 8 * first
+        return cp.unpackbits(bits, bitorder="little")[start:start + held.length].astype(cp.bool_)
+
+
+def cupy_view(col: ArrowColumn) -> Any:
+    """A CuPy array over the column's data (zero-copy; keeps the column alive)."""
+    from ..cuda import runtime
+
+    cp = runtime.cupy()
+    cai = cuda_array_interface(col)
+    n, dtype = cai["shape"][0], np.dtype(cai["typestr"])
+    with cp.cuda.Device(col.device.id):
+        mem = cp.cuda.UnownedMemory(cai["data"][0], n * dtype.itemsize, col, col.device.id)
+        return cp.ndarray(n, dtype, cp.cuda.MemoryPointer(mem, 0))
+
+
+def to_cupy(col: ArrowColumn) -> Any:
+    """The column as a CuPy array: zero-copy for fixed-width data, an unpacking copy for bool.
+    Refuses columns with nulls (there is no slot for validity in a plain array)."""
+    from ..cuda import runtime
+
+    if col.null_count:
+        raise ValueError(f"the column has {col.null_count} nulls: a CuPy array cannot hold them")
+    if col.type.id != "bool":
+        return cupy_view(col)
+    cp = runtime.cupy()
+    held = _one_chunk(col)
+    first, end = held.offset // 8, (held.offset + held.length + 7) // 8
+    runtime.synchronize_events(col._sync_events())
+    with cp.cuda.Device(col.device.id):
+        mem = cp.cuda.UnownedMemory(held.buffers[1] + first, max(end - first, 1), col, col.device.id)
+        bits = cp.ndarray(end - first, cp.uint8, cp.cuda.MemoryPointer(mem, 0))
+        start = held.offset - 8 * first
+        return cp.unpackbits(bits, bitorder="little")[start:start + held.length].astype(cp.bool_)
+
+
+def dlpack_device(col: ArrowColumn) -> tuple[int, int]:
+    device = col.device
+    if device.type == "cpu":
+        return (_KDL_CPU, 0)
+    codes = {"cuda": _KDL_CUDA, "cuda_host": _KDL_CUDA_HOST, "cuda_managed": _KDL_CUDA_MANAGED}
+    if device.type not in codes:
+        raise TypeError(f"DLPack cannot describe {device.type} memory")
+    return (codes[device.type], device.id)
+
+
+def dlpack(col: ArrowColumn, stream: Any = None, **kwargs: Any) -> Any:
+    """A DLPack capsule over the column's data (one chunk, fixed width, no nulls)."""
+    if col.null_count:
+        raise ValueError(f"the column has {col.null_count} nulls and DLPack has no validity: "
+                         "fill or drop them first")
+    if col.device.is_cpu_readable:
+        col._wait_for_producers()
+        return _numpy_view(col).__dlpack__(stream=stream, **kwargs)
+    from ..cuda import runtime
+
+    view = cupy_view(col)  # its stream field already waits on the column's events
+    with runtime.stream_for(col.device.id):
+        return view.__dlpack__(stream=stream, **kwargs)
+
+
+def _numpy_view(col: ArrowColumn) -> np.ndarray:
+    """A NumPy view of CPU data through PyArrow (its buffers keep the column's export alive)."""
+    _numpy_dtype(col)
+    _one_chunk(col)
+    return col.to_pyarrow().chunk(0).to_numpy(zero_copy_only=True)
