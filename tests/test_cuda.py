@@ -1,0 +1,238 @@
+"""GPU tests (marker ``gpu``; they skip without a GPU): host/device copies of every type,
+zero-copy exchange with CuPy, numba and PyTorch, sync events honoured, one accounted pool."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import arrowdev as ad
+from samples import CASES, LAYOUTS, source_of
+
+pytestmark = pytest.mark.gpu
+
+
+
+@pytest.fixture
+def cupy():
+    import cupy
+
+    return cupy
+
+
+def _stats():
+    gc.collect()
+    ad.cuda.memory.release_finished()
+    return ad.cuda.memory_stats()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_host_device_host_round_trip(name, layout):
+    source = source_of(name, layout)
+    gcol = ad.column(source).to_device()
+    assert gcol.device == ad.Device("cuda", 0)
+    assert all(b.device.type == "cuda" for b in gcol.buffers)
+    back = gcol.to_host()
+    assert back.device.type == "cuda_host"
+    want = source if isinstance(source, pa.ChunkedArray) else pa.chunked_array([source])
+    assert back.to_pyarrow().equals(want)
+    assert gcol.null_count == want.null_count
+    assert pa.chunked_array(gcol).equals(want)  # CPU protocols copy to host (O6)
+
+
+TABLE = pa.table({"a": pa.chunked_array([[1, 2], [3, None]]), "s": ["x", None, "zz", "w"],
+                  "l": [[1], [], None, [2, 3]]})
+
+
+def test_table_round_trip_and_cpu_consumers():
+    g = ad.table(TABLE).to_device()
+    assert g.device.type == "cuda" and {c.device.type for c in g.columns} == {"cuda"}
+    assert pa.table(g).equals(TABLE)
+    assert g.to_host().to_pyarrow().equals(TABLE)
+
+
+def test_polars_reads_device_tables():
+    pl = pytest.importorskip("polars")
+    g = ad.table(TABLE).to_device()
+    assert pl.DataFrame(g).to_dict(as_series=False) == pl.DataFrame(TABLE).to_dict(as_series=False)
+
+
+def test_device_exports_carry_device_and_an_event():
+    from cabi import ArrowDeviceArray, capsule_pointer
+
+    gcol = ad.column(pa.array([1, 2, 3])).to_device()
+    _, capsule = gcol.__arrow_c_device_array__()
+    exported = ArrowDeviceArray.from_address(capsule_pointer(capsule, "arrow_device_array"))
+    assert (exported.device_type, exported.device_id) == (2, 0)
+    assert exported.sync_event  # the copy's event: cudaEvent_t*
+    stream = ad.column(gcol).__arrow_c_device_stream__()
+    assert ad.column(stream).device == ad.Device("cuda", 0)
+
+
+def test_to_device_allocates_from_the_accounted_pool_and_frees():
+    before = _stats()
+    gcol = ad.column(pa.array(np.arange(1 << 20, dtype=np.int64))).to_device()
+    mid = _stats()
+    assert mid["bytes_in_use"] - before["bytes_in_use"] >= 8 << 20
+    assert mid["allocations"] > before["allocations"]
+    del gcol
+    after = _stats()
+    assert after["bytes_in_use"] == before["bytes_in_use"]
+    assert after["frees"] - before["frees"] == mid["allocations"] - before["allocations"]
+
+
+def test_a_slice_copies_only_its_rows():
+    arr = pa.array(np.arange(1 << 20, dtype=np.int64))
+    before = _stats()
+    gcol = ad.column(arr.slice(1000, 16)).to_device()
+    used = _stats()["bytes_in_use"] - before["bytes_in_use"]
+    assert used <= 16 * 8 + 64
+    assert gcol.to_pylist() == list(range(1000, 1016))
+
+
+def test_cupy_views_are_zero_copy(cupy):
+    gcol = ad.column(pa.array(np.arange(100, dtype=np.float32))).to_device()
+    before = _stats()
+    view = cupy.asarray(gcol)
+    assert view.data.ptr == gcol.buffers[1].address
+    assert _stats()["allocations"] == before["allocations"]
+    cupy.testing.assert_array_equal(view, cupy.arange(100, dtype=cupy.float32))
+    sliced = cupy.asarray(gcol[10:20])
+    assert sliced.data.ptr == gcol.buffers[1].address + 40
+    del gcol
+    gc.collect()
+    assert float(view.sum()) == float(np.arange(100).sum())  # the view keeps the data alive
+
+
+def test_import_from_cupy_is_zero_copy_and_keeps_the_source(cupy):
+    x = cupy.arange(10, dtype=cupy.int32)
+    ptr = x.data.ptr
+    before = _stats()
+    col = ad.column(x)
+    assert col.device == ad.Device("cuda", 0) and col.type == ad.DataType.from_arrow(pa.int32())
+    assert col.buffers[1].address == ptr
+    assert _stats()["allocations"] == before["allocations"]
+    del x
+    gc.collect()
+    assert col.to_pylist() == list(range(10))
+
+
+def test_import_refuses_strided_and_2d(cupy):
+    with pytest.raises(ValueError, match="contiguous"):
+        ad.column(cupy.arange(10)[::2])
+    with pytest.raises(ValueError, match="1-D"):
+        ad.column(cupy.zeros((2, 2)))
+
+
+def test_cai_mask_becomes_validity(cupy):
+    class Masked:
+        def __init__(self):
+            self.data, self.valid = cupy.arange(5, dtype=cupy.int64), cupy.array([1, 0, 1, 1, 0], cupy.bool_)
+            cai = dict(self.data.__cuda_array_interface__)
+            cai["mask"] = self.valid
+            self.__cuda_array_interface__ = cai
+
+    col = ad.column(Masked())
+    assert col.null_count == 2
+    assert col.to_pylist() == [0, None, 2, 3, None]
+    with pytest.raises(Exception):  # CuPy refuses a mask rather than read nulls as values
+        cupy.asarray(col)
+
+
+def test_bool_columns_unpack_on_request(cupy):
+    col = ad.column(pa.array([True, False, True, True, False, False, True, False, True])).to_device()
+    assert col.to_cupy().tolist() == [True, False, True, True, False, False, True, False, True]
+    assert col[3:6].to_cupy().tolist() == [True, False, False]
+    with pytest.raises(TypeError, match="bits"):
+        col.__cuda_array_interface__
+    back = ad.column(cupy.array([True, False, True]))
+    assert back.type.id == "bool" and back.to_pylist() == [True, False, True]
+
+
+def test_dlpack_with_torch_both_ways():
+    torch = pytest.importorskip("torch")
+    gcol = ad.column(pa.array(np.arange(8, dtype=np.float64))).to_device()
+    t = torch.from_dlpack(gcol)
+    assert t.device.type == "cuda" and t.data_ptr() == gcol.buffers[1].address
+    assert t.tolist() == list(range(8))
+    back = ad.column(torch.arange(4, device="cuda", dtype=torch.int64))
+    assert back.to_pylist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="nulls"):
+        torch.from_dlpack(ad.column(pa.array([1.0, None])).to_device())
+
+
+def test_numba_both_ways():
+    cuda = pytest.importorskip("numba.cuda")
+    gcol = ad.column(pa.array(np.arange(6, dtype=np.int32))).to_device()
+    view = cuda.as_cuda_array(gcol)
+    assert view.copy_to_host().tolist() == list(range(6))
+    times = cuda.to_device(np.array(["2020-01-01", "2021-06-30"], dtype="M8[us]"))
+    col = ad.column(times)
+    assert col.type == ad.DataType.from_arrow(pa.timestamp("us"))
+    assert col.to_pyarrow().to_pylist() == pa.array(np.array(["2020-01-01", "2021-06-30"], "M8[us]")).to_pylist()
+
+
+_SLOW_WRITE = r"""
+extern "C" __global__ void slow_write(long long* out, long long n, long long spin) {
+    long long start = clock64();
+    while (clock64() - start < spin) {}
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) out[i] = i + 1000;
+}
+"""
+
+
+def test_imports_wait_on_the_producer_event(cupy):
+    """A producer writes on a slow stream and only signals through its event: arrowdev must never
+    read before it fires (O4)."""
+    kernel = cupy.RawKernel(_SLOW_WRITE, "slow_write")
+    n = 4096
+    for _ in range(3):
+        out = cupy.zeros(n, dtype=cupy.int64)
+        cupy.cuda.runtime.deviceSynchronize()
+        slow = cupy.cuda.Stream(non_blocking=True)
+        kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
+        event = ad.cuda.runtime.SyncEvent(slow)
+        held = ad._capsules.build(n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
+                                  keepalive=[out, event], sync_event=event.address)
+        col = ad.ArrowColumn(ad.DataType.from_arrow(pa.int64()), [held])
+        assert col.to_pylist()[:3] == [1000, 1001, 1002]
+        assert col.to_host().to_pylist()[-1] == 1000 + n - 1
+
+
+def test_cai_stream_is_waited_on(cupy):
+    kernel = cupy.RawKernel(_SLOW_WRITE, "slow_write")
+    n = 1024
+    slow = cupy.cuda.Stream(non_blocking=True)
+    out = cupy.zeros(n, dtype=cupy.int64)
+    cupy.cuda.runtime.deviceSynchronize()
+    kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
+
+    class OnSlowStream:
+        __cuda_array_interface__ = {**out.__cuda_array_interface__, "stream": slow.ptr}
+
+    assert ad.column(OnSlowStream()).to_pylist()[0] == 1000
+
+
+def test_cuda_host_data_is_held_with_its_type():
+    from cabi import ArrowDeviceArray, capsule_pointer
+
+    host = ad.column(pa.array([1, 2, 3])).to_device().to_host()
+    _, capsule = host.__arrow_c_device_array__()
+    assert ArrowDeviceArray.from_address(capsule_pointer(capsule, "arrow_device_array")).device_type == 3
+    again = ad.column(host.__arrow_c_device_array__())
+    assert again.device.type == "cuda_host" and again.to_pylist() == [1, 2, 3]
+    assert again.to_device().to_pylist() == [1, 2, 3]
+
+
+@pytest.mark.multi_gpu
+def test_device_to_device_between_gpus():
+    if ad.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    g0 = ad.column(pa.array(["a", None, "ccc"] * 100)).to_device(0)
+    g1 = g0.to_device(1)
+    assert g1.device == ad.Device("cuda", 1)
+    assert g1.to_pyarrow().equals(g0.to_pyarrow())
