@@ -58,12 +58,32 @@ def check_device(device_id: int) -> int:
     return device_id
 
 
+class _RawStream:
+    """A raw ``cudaStream_t`` that speaks the CUDA stream protocol (``__cuda_stream__``)."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
+
+
+def external_stream(handle: Any, device_id: int) -> Any:
+    """A CuPy stream over a foreign stream: a raw ``cudaStream_t`` int (CAI's 1 and 2, the legacy
+    and per-thread default streams, included) or any object with ``__cuda_stream__``."""
+    cp = cupy()
+    source = handle if hasattr(handle, "__cuda_stream__") else _RawStream(int(handle))
+    with cp.cuda.Device(device_id):
+        return cp.cuda.Stream.from_external(source)
+
+
 def stream_for(device_id: int, stream: Any = None) -> Any:
-    """The stream arrowdev's work on ``device_id`` goes to: the caller's (a CuPy stream or a raw
-    ``cudaStream_t`` int), else one non-blocking stream per device, made on first use."""
+    """The stream arrowdev's work on ``device_id`` goes to: the caller's (a CuPy stream, an object
+    with ``__cuda_stream__`` or a raw ``cudaStream_t`` int), else one non-blocking stream per
+    device, made on first use."""
     cp = cupy()
     if stream is not None:
-        return stream if isinstance(stream, (cp.cuda.Stream, cp.cuda.ExternalStream)) else cp.cuda.ExternalStream(int(stream), device_id)
+        return stream if isinstance(stream, cp.cuda.Stream) else external_stream(stream, device_id)
     with _lock:
         if device_id not in _streams:
             with cp.cuda.Device(device_id):

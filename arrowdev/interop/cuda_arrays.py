@@ -66,7 +66,7 @@ def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
     keep: list[Any] = [obj]
     event = None
     if cai.get("stream") is not None:  # the data is ready once this stream's work is done
-        producer = cp.cuda.ExternalStream(int(cai["stream"]), device_id)
+        producer = runtime.external_stream(cai["stream"], device_id)
         event = runtime.SyncEvent(producer)
         keep.append(event)
     with cp.cuda.Device(device_id):
