@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _capsules, layout
-from .errors import InvalidArrowError
+from . import _capsules
 from .types import DataType
 
 _PROTOCOLS = ("__arrow_c_device_stream__", "__arrow_c_device_array__", "__arrow_c_stream__",
@@ -39,9 +38,12 @@ def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
     for protocol in _PROTOCOLS:
         method = getattr(obj, protocol, None)
         if method is not None:
-            exported = method(requested) if requested is not None else method()
+            exported = _call_with_request(method, requested)
             if protocol.endswith("stream__"):
                 return read_stream(exported)
+            if not (isinstance(exported, tuple) and len(exported) == 2):
+                raise TypeError(f"{type(obj).__name__}.{protocol}() returned {type(exported).__name__}, "
+                                "expected a (schema, array) pair of capsules")
             return _from_pair(*exported)
     if isinstance(obj, (list, range)) or type(obj).__module__ == "numpy":
         import pyarrow as pa
@@ -59,6 +61,17 @@ def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
         "expected an Arrow object (one with __arrow_c_device_stream__, __arrow_c_device_array__, "
         "__arrow_c_stream__ or __arrow_c_array__), a capsule, a list, a NumPy array, or a GPU array "
         f"(__cuda_array_interface__ / __dlpack__), got {type(obj).__name__}")
+
+
+def _call_with_request(method: Any, requested: Any) -> Any:
+    """Calls an export method, asking for ``requested`` (a schema capsule) when given; a producer
+    that cannot honour requests (NotImplementedError) is asked again for its native data."""
+    if requested is None:
+        return method()
+    try:
+        return method(requested)
+    except NotImplementedError:
+        return method()
 
 
 def _from_capsule(capsule: Any, name: str, schema: Any) -> tuple[DataType, list[Any]]:
@@ -80,7 +93,7 @@ def _from_pair(schema_capsule: Any, array_capsule: Any) -> tuple[DataType, list[
         held = _capsules.import_device_array(array_capsule)
     else:
         held = _capsules.import_array(array_capsule)
-    check_tree(dtype, held.tree())
+    check_tree(dtype, held)
     return dtype, [held]
 
 
@@ -92,36 +105,14 @@ def read_stream(capsule: Any) -> tuple[DataType, list[Any]]:
         dtype._view
         arrays = []
         while (held := stream.get_next()) is not None:
-            check_tree(dtype, held.tree())
+            check_tree(dtype, held)
             arrays.append(held)
         return dtype, arrays
     finally:
         stream.release()
 
 
-def check_tree(dtype: DataType, tree: tuple, path: str = "array") -> None:
-    """Checks every node of a held tree (from ``CDeviceArray.tree()``) against its type."""
-    length, offset, null_count, buffers, children, dictionary = tree
-    layout.check_node(dtype, length, len(buffers), len(children), dictionary is not None, path)
-    if dictionary is not None:
-        check_tree(dtype.value_type, dictionary, path + ".dictionary")
-    if null_count > length:
-        raise InvalidArrowError(f"{path}: null_count {null_count} exceeds length {length}")
-    for i, (child_type, child) in enumerate(zip(dtype.children, children)):
-        check_tree(child_type, child, f"{path}.children[{i}]")
-    _check_child_lengths(dtype, length, offset, children, path)
-
-
-def _check_child_lengths(dtype: DataType, length: int, offset: int, children: tuple, path: str) -> None:
-    """Children that must cover the parent's range (struct, fixed_size_list, sparse union)."""
-    storage = dtype.storage_id
-    if storage in ("struct", "sparse_union"):
-        need = offset + length
-    elif storage == "fixed_size_list":
-        need = (offset + length) * (dtype.fixed_size or 0)
-    else:
-        return
-    for i, child in enumerate(children):
-        if child[0] < need:
-            raise InvalidArrowError(
-                f"{path}.children[{i}]: a {dtype.id} child needs length >= {need}, got {child[0]}")
+def check_tree(dtype: DataType, held: Any) -> None:
+    """Checks every node of a held array against its type (buffer and child counts, dictionaries,
+    null counts, child lengths), in the native core: capsules/check.c."""
+    held.check(dtype._c._addr())

@@ -19,8 +19,8 @@
 
 from __future__ import annotations
 
-import bisect
 import itertools
+import operator
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -92,7 +92,8 @@ class ArrowColumn:
         if isinstance(obj, ArrowColumn) and schema is None:
             return obj
         dtype, arrays = read_arrow(obj, schema)
-        return cls(dtype, arrays)
+        col = cls(dtype, arrays)
+        return col if schema is None else col._as_requested(schema)
 
     # ---- introspection ------------------------------------------------------------------------
 
@@ -235,7 +236,8 @@ class ArrowColumn:
             if step != 1:
                 raise ValueError(f"expected a slice with step 1 (slices are zero-copy), got step {step}")
             return self.slice(start, max(stop - start, 0))
-        if isinstance(key, int):
+        if hasattr(key, "__index__") and not isinstance(key, bool):
+            key = operator.index(key)
             n = len(self)
             index = key + n if key < 0 else key
             if not 0 <= index < n:
@@ -250,7 +252,7 @@ class ArrowColumn:
         ``full=True`` also the data (offsets in order and in range, union ids, run ends) through
         PyArrow's full validation, on a host copy for device data. Raises InvalidArrowError."""
         for chunk in self._chunks:
-            check_tree(self._type, chunk.tree())
+            check_tree(self._type, chunk)
         if full:
             import pyarrow as pa
 
@@ -266,8 +268,14 @@ class ArrowColumn:
         return to_chunked_array(self)
 
     def to_pylist(self) -> list[Any]:
-        """The values as Python objects (device data is copied to host)."""
-        return self.to_pyarrow().to_pylist()
+        """The values as Python objects (device data is copied to host). Types PyArrow cannot
+        convert (the month and day-time interval types) go through nanoarrow."""
+        try:
+            return self.to_pyarrow().to_pylist()
+        except (KeyError, NotImplementedError):
+            import nanoarrow as na
+
+            return na.Array(self._on_cpu()).to_pylist()
 
     def equals(self, other: Any) -> bool:
         """True when ``other`` (any Arrow producer) has the same type and values."""
@@ -280,7 +288,10 @@ class ArrowColumn:
                 f"chunks={self.num_chunks} device={device.type}:{device.id}>")
         if not device.is_cpu_readable:
             return head
-        rows = self.slice(0, _PREVIEW_ROWS).to_pylist()
+        try:
+            rows = self.slice(0, _PREVIEW_ROWS).to_pylist()
+        except Exception as e:  # a repr must not fail: say why there is no preview
+            return f"{head}\n<no preview: {type(e).__name__}: {e}>"
         return f"{head}\n{rows!r}" + (" ..." if len(self) > _PREVIEW_ROWS else "")
 
     # ---- devices -----------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """What each Arrow type's buffers are, how large they are, and how many nulls an array has.
 
 One set of rules serves every type-aware feature: buffer sizes (``ArrowColumn.buffers``), null
-counts, the structural checks made on import, and later the host/device copies, which copy just
-the bytes in range. The rules read memory only through a ``read(address, nbytes) -> bytes``
+counts, and the host/device copies, which copy just the bytes in range. (How many buffers and
+children a node has is checked on import by the native core: capsules/check.c.) The rules read memory only through a ``read(address, nbytes) -> bytes``
 function, so they work the same on CPU and device memory.
 
 Why not nanoarrow's ``ArrowArrayView``: it computes the same sizes, but reads the offsets
@@ -18,7 +18,6 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import InvalidArrowError
 from .types import DataType
 
 Reader = Callable[[int, int], bytes]
@@ -27,9 +26,7 @@ _OFFSETS32 = {"string", "binary", "list", "map"}
 _OFFSETS64 = {"large_string", "large_binary", "large_list"}
 _VIEWS = {"string_view", "binary_view"}
 _LIST_VIEWS = {"list_view": 4, "large_list_view": 8}
-_BYTES = {"string", "binary", "large_string", "large_binary"}
 _NO_VALIDITY = {"na", "run_end_encoded", "sparse_union", "dense_union"}
-_ONE_CHILD = {"list", "large_list", "fixed_size_list", "map", "list_view", "large_list_view"}
 
 
 def read_cpu(address: int, nbytes: int) -> bytes:
@@ -47,45 +44,6 @@ class BufferSpec:
 
     role: str  # validity, data, offsets, sizes, views, type_ids, variadic_data, variadic_sizes
     size: int
-
-
-def expected_children(dtype: DataType) -> int:
-    storage = dtype.storage_id
-    if storage in ("struct", "sparse_union", "dense_union"):
-        return len(dtype.children)
-    if storage in _ONE_CHILD:
-        return 1
-    return 2 if storage == "run_end_encoded" else 0
-
-
-def fixed_buffer_count(dtype: DataType) -> int:
-    """Buffers a node of this type has (views: without their variadic data buffers)."""
-    storage = dtype.storage_id
-    if storage in ("na", "run_end_encoded"):
-        return 0
-    if storage in ("struct", "fixed_size_list", "sparse_union"):
-        return 1
-    if storage in _VIEWS or storage in _LIST_VIEWS or storage in _BYTES:
-        return 3  # views: validity, views, variadic sizes
-    return 2
-
-
-def check_node(dtype: DataType, length: int, n_buffers: int, n_children: int, has_dictionary: bool,
-               path: str = "array") -> None:
-    """Raises InvalidArrowError when a node's shape does not fit its type."""
-    want_buffers = fixed_buffer_count(dtype)
-    if dtype.storage_id in _VIEWS:
-        if n_buffers < want_buffers:
-            raise InvalidArrowError(
-                f"{path}: a {dtype.id} array needs at least {want_buffers} buffers, got {n_buffers}")
-    elif n_buffers != want_buffers:
-        raise InvalidArrowError(f"{path}: a {dtype.id} array has {want_buffers} buffers, got {n_buffers}")
-    if n_children != expected_children(dtype):
-        raise InvalidArrowError(
-            f"{path}: a {dtype.id} array has {expected_children(dtype)} children, got {n_children}")
-    if has_dictionary != (dtype.value_type is not None):
-        want = "a dictionary" if dtype.value_type is not None else "no dictionary"
-        raise InvalidArrowError(f"{path}: a {dtype.id} array has {want}")
 
 
 def buffer_specs(dtype: DataType, offset: int, length: int, buffers: tuple[int, ...],

@@ -44,7 +44,7 @@ class ArrowTable:
         for col in columns:
             if len(col) != num_rows:
                 raise ValueError(f"expected every column to have {num_rows} rows, got {len(col)} in {col.name!r}")
-        if len({col.device for col in columns}) > 1:
+        if len({(c.device_type, c.device_id) for col in columns for c in col._chunks}) > 1:
             raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
         self._columns = list(columns)
         self._num_rows = num_rows
@@ -72,9 +72,12 @@ class ArrowTable:
             if probe._chunk_null_count(i):
                 raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
                                         "its null rows have no meaning per column")
-        columns = [ArrowColumn(child, [struct_field(b, i) for b in batches]) for i, child in enumerate(dtype.children)]
+        columns = [ArrowColumn(child, [struct_field(b, i) for b in batches]) for i, child in enumerate(dtype._children)]
         num_rows = sum(b.length for b in batches)
-        return cls(columns, num_rows, dtype._c.metadata, batches=probe._exportable_chunks())
+        # The producer's batches are re-exported as they are when they can be record batches
+        # (offset 0); otherwise they are rebuilt from the columns on export.
+        reusable = all(b.offset == 0 for b in batches)
+        return cls(columns, num_rows, dtype._c.metadata, batches=probe._exportable_chunks() if reusable else None)
 
     # ---- introspection ------------------------------------------------------------------------
 

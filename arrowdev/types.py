@@ -83,11 +83,14 @@ class DataType:
         if isinstance(obj, DataType):
             return obj
         try:
-            return cls(na.c_schema(obj))
-        except (TypeError, ValueError) as e:
+            c_schema = na.c_schema(obj)
+        except (TypeError, ValueError, RuntimeError) as e:
             if hasattr(obj, "__arrow_c_schema__") or type(obj).__name__ == "PyCapsule":
                 raise InvalidArrowError(f"malformed Arrow schema: {e}") from e
             raise TypeError(f"expected an Arrow schema (__arrow_c_schema__), got {type(obj).__name__}") from e
+        dtype = cls(c_schema)
+        dtype._view  # nanoarrow parses the format string now, so a malformed one fails here
+        return dtype
 
     def __arrow_c_schema__(self) -> Any:
         return self._c.__arrow_c_schema__()
@@ -96,7 +99,7 @@ class DataType:
     def _view(self) -> Any:
         try:
             return c_schema_view(self._c)
-        except (ValueError, RuntimeError) as e:
+        except (ValueError, RuntimeError) as e:  # nanoarrow's NanoarrowException is a RuntimeError
             raise InvalidArrowError(f"malformed Arrow schema {self._c.format!r}: {e}") from e
 
     @property
@@ -118,21 +121,25 @@ class DataType:
         """The type's name, e.g. ``'int32'``, ``'string'``, ``'dictionary'``, ``'timestamp'``."""
         return self._view.type
 
-    @property
+    @cached_property
     def storage_id(self) -> str:
         """The physical type: the index type of a dictionary, int64 for timestamps, etc."""
         return self._view.storage_type
 
+    @cached_property
+    def _children(self) -> tuple[DataType, ...]:
+        return tuple(DataType(child) for child in self._c.children)
+
     @property
     def children(self) -> list[DataType]:
-        return [DataType(child) for child in self._c.children]
+        return list(self._children)
 
     @property
     def field_names(self) -> list[str]:
         """Names of the children (the column names of a struct / record batch type)."""
         return [child.name for child in self._c.children]
 
-    @property
+    @cached_property
     def value_type(self) -> DataType | None:
         """The dictionary's value type, or None for a type that is not a dictionary."""
         return None if self._c.dictionary is None else DataType(self._c.dictionary)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "container.h"
 #include "stream.h"
 
@@ -189,6 +190,21 @@ fail:
 
 static PyObject* CDeviceArray_tree(CDeviceArrayObject* self, PyObject* unused) { return node_tree(top(self)); }
 
+/* check(schema_address): raises InvalidArrowError when the tree does not fit the schema (an
+ * ArrowSchema* that the caller keeps alive, e.g. nanoarrow's CSchema._addr()). */
+static PyObject* CDeviceArray_check(CDeviceArrayObject* self, PyObject* arg) {
+  const struct ArrowSchema* schema = PyLong_AsVoidPtr(arg);
+  if (schema == NULL) {
+    return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "expected a schema address, got 0");
+  }
+  char err[1200];
+  if (check_against_schema(top(self), schema, err, sizeof err) != 0) {
+    PyErr_Format(InvalidArrowError, "array does not fit its schema: %s", err);
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 /* Exports, then holds the export in a new container: how slices, children and the dictionary
  * become arrays of their own that keep this container alive. */
 static PyObject* hold_export(struct ArrowDeviceArray* exported, int rc) {
@@ -306,6 +322,8 @@ static PyMethodDef CDeviceArray_methods[] = {
      "slice(offset, length, null_count=-1): a new array over the same buffers with this top offset"},
     {"tree", (PyCFunction)CDeviceArray_tree, METH_NOARGS,
      "(length, offset, null_count, buffers, children, dictionary), nested for every node"},
+    {"check", (PyCFunction)CDeviceArray_check, METH_O,
+     "check(schema_address): raise InvalidArrowError unless the tree fits the schema"},
     {"child", (PyCFunction)CDeviceArray_child, METH_O, "child(i): child node i as an array of its own"},
     {"dictionary", (PyCFunction)CDeviceArray_dictionary, METH_NOARGS, "the dictionary node, or None"},
     {"export_device", (PyCFunction)CDeviceArray_export_device, METH_VARARGS,

@@ -36,6 +36,8 @@ def concatenate(col: ArrowColumn) -> ArrowColumn:
     """The column as one chunk: PyArrow concatenates the chunks (a copy)."""
     from ..column import ArrowColumn
 
-    chunks = to_chunked_array(col).chunks
+    # Empty chunks are left out: PyArrow loses the buffers of an empty chunk with an offset after
+    # its own C import, and they add nothing.
+    chunks = [c for c in to_chunked_array(col).chunks if len(c)]
     merged = pa.concat_arrays(chunks) if chunks else pa.array([], type=col.type.to_pyarrow())
     return ArrowColumn(col.type, ArrowColumn.from_arrow(merged)._chunks)
