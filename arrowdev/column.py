@@ -81,7 +81,7 @@ class ArrowColumn:
         self._type = dtype
         self._chunks = list(chunks)
         self._nulls: list[int | None] = [c.null_count if c.null_count >= 0 else None for c in self._chunks]
-        if len({(c.device_type, c.device_id) for c in self._chunks}) > 1:
+        if len(self._chunks) > 1 and len({(c.device_type, c.device_id) for c in self._chunks}) > 1:
             raise ValueError("expected every chunk of a column on one device, got chunks on several")
 
     @classmethod

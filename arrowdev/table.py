@@ -37,19 +37,22 @@ class ArrowTable:
     record batches / tables / struct arrays, or from a mapping of names to columns.
     """
 
-    __slots__ = ("_columns", "_num_rows", "_metadata", "_batches", "__weakref__")
+    __slots__ = ("_column_list", "_num_rows", "_metadata", "_batches", "_schema", "__weakref__")
 
-    def __init__(self, columns: list[ArrowColumn], num_rows: int, metadata: Any = None,
-                 batches: list[Any] | None = None) -> None:
-        for col in columns:
+    def __init__(self, columns: list[ArrowColumn] | None, num_rows: int, metadata: Any = None,
+                 batches: list[Any] | None = None, schema: DataType | None = None) -> None:
+        for col in columns or ():
             if len(col) != num_rows:
                 raise ValueError(f"expected every column to have {num_rows} rows, got {len(col)} in {col.name!r}")
-        if len({(c.device_type, c.device_id) for col in columns for c in col._chunks}) > 1:
+        if columns and len({(c.device_type, c.device_id) for col in columns for c in col._chunks}) > 1:
             raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
-        self._columns = list(columns)
+        if columns is None and (batches is None or schema is None):
+            raise ValueError("expected columns, or record batches and their schema")
+        self._column_list = None if columns is None else list(columns)  # None: made from the batches on demand
         self._num_rows = num_rows
         self._metadata = metadata
         self._batches = batches  # the record batches to export, built lazily when None
+        self._schema = schema  # the struct type, built lazily when None
 
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowTable:
@@ -72,20 +75,31 @@ class ArrowTable:
             if probe._chunk_null_count(i):
                 raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
                                         "its null rows have no meaning per column")
-        columns = [ArrowColumn(child, [struct_field(b, i) for b in batches]) for i, child in enumerate(dtype._children)]
         num_rows = sum(b.length for b in batches)
-        # The producer's batches are re-exported as they are when they can be record batches
-        # (offset 0); otherwise they are rebuilt from the columns on export.
-        reusable = all(b.offset == 0 for b in batches)
-        return cls(columns, num_rows, dtype._c.metadata, batches=probe._exportable_chunks() if reusable else None)
+        table = cls(None, num_rows, dtype._c.metadata, batches=probe._exportable_chunks(), schema=dtype)
+        if any(b.offset for b in batches):  # not record batches as they are: rebuilt from the columns
+            table._column_list, table._batches = table._columns, None
+        return table
+
+    @property
+    def _columns(self) -> list[ArrowColumn]:
+        """The columns, made from the record batches the first time they are needed (an imported
+        table that is only passed on never splits into columns)."""
+        if self._column_list is None:
+            batches = self._batches
+            self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in batches])
+                                 for i, child in enumerate(self._schema._children)]
+        return self._column_list
 
     # ---- introspection ------------------------------------------------------------------------
 
     @property
     def schema(self) -> DataType:
         """The table's type: a struct whose children are the columns' types."""
-        children = [col.type._c for col in self._columns]
-        return DataType(_EMPTY_STRUCT.modify(children=children, metadata=self._metadata))
+        if self._schema is None:
+            children = [col.type._c for col in self._columns]
+            self._schema = DataType(_EMPTY_STRUCT.modify(children=children, metadata=self._metadata))
+        return self._schema
 
     @property
     def num_rows(self) -> int:
@@ -96,10 +110,12 @@ class ArrowTable:
 
     @property
     def num_columns(self) -> int:
-        return len(self._columns)
+        return len(self._columns) if self._column_list is not None else len(self._schema._children)
 
     @property
     def column_names(self) -> list[str]:
+        if self._column_list is None:
+            return [name or "" for name in self._schema.field_names]
         return [col.name or "" for col in self._columns]
 
     @property
@@ -108,6 +124,8 @@ class ArrowTable:
 
     @property
     def device(self) -> Device:
+        if self._column_list is None and self._batches:
+            return Device.from_code(self._batches[0].device_type, self._batches[0].device_id)
         return self._columns[0].device if self._columns else Device.cpu()
 
     def column(self, key: int | str) -> ArrowColumn:
