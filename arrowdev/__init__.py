@@ -12,6 +12,7 @@ from .column import ArrowColumn, BufferInfo, column
 from .errors import ArrowDevError, DeviceUnavailableError, InvalidArrowError
 from .table import ArrowTable, table
 from .types import DataType, Device
+from .udf import NA, UDFCompileError
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,8 @@ __all__ = [
     "Device",
     "DeviceUnavailableError",
     "InvalidArrowError",
+    "NA",
+    "UDFCompileError",
     "column",
     "cuda",
     "debug",

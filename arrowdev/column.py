@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from . import layout
 from ._from_arrow import check_tree, read_arrow
@@ -315,6 +315,32 @@ class ArrowColumn:
         from .cuda import copy_columns
 
         return copy_columns([self], Device("cuda_host", self.device.id), stream)[0]
+
+    # ---- UDFs --------------------------------------------------------------------------------
+
+    def apply(self, f: Callable[..., Any], *, null_aware: bool = False, out_type: Any = None,
+              stream: Any = None) -> ArrowColumn:
+        """``f(x)`` for every row, compiled by numba for the column's device (a CUDA kernel for GPU
+        data, numba's CPU target otherwise); a new column on the same device.
+
+        Nulls give nulls; with ``null_aware=True`` ``f`` sees ``ad.NA`` for them and may return
+        ``ad.NA``. The output type is what numba infers, unless ``out_type`` (any Arrow type) says.
+        See docs/udf.md.
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> ad.column(pa.array([1.5, None, 3.0])).apply(lambda x: x * 2 + 1).to_pylist()
+        [4.0, None, 7.0]
+        """
+        from .udf.apply import apply_columns
+
+        return apply_columns(f, [self], null_aware, out_type, stream)
+
+    def rolling(self, window: int, min_periods: int | None = None, center: bool = False) -> Any:
+        """Rolling windows of ``window`` rows; ``.apply(f)`` runs ``f`` on each (see
+        :class:`arrowdev.udf.Rolling`)."""
+        from .udf.rolling import Rolling
+
+        return Rolling(self, window, min_periods, center)
 
     # ---- array exports (CuPy, numba, PyTorch, NumPy) -------------------------------------------
 

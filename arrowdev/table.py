@@ -206,6 +206,26 @@ class ArrowTable:
         target = Device("cuda_host", self.device.id)
         return ArrowTable(copy_columns(self._columns, target, stream), self._num_rows, self._metadata)
 
+    # ---- UDFs ----------------------------------------------------------------------------------
+
+    def apply(self, f: Any, columns: Iterable[int | str] | None = None, *, null_aware: bool = False,
+              out_type: Any = None, stream: Any = None) -> ArrowColumn:
+        """``f(a, b, ...)`` row by row over ``columns`` (default: all, in order); a new column.
+        A row with a null in any argument is null unless ``null_aware=True`` (see
+        :meth:`ArrowColumn.apply`).
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> t = ad.table({"a": pa.array([1, -2, 3]), "b": pa.array([10, 20, None])})
+        >>> t.apply(lambda a, b: a * b if a > 0 else b, columns=["a", "b"]).to_pylist()
+        [10, 20, None]
+        """
+        from .udf.apply import apply_columns
+
+        chosen = [self.column(c) for c in (columns if columns is not None else range(self.num_columns))]
+        if not chosen:
+            raise ValueError("expected at least one column for the UDF's arguments")
+        return apply_columns(f, chosen, null_aware, out_type, stream)
+
     # ---- conversions -------------------------------------------------------------------------
 
     def to_pyarrow(self) -> Any:

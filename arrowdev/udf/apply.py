@@ -1,0 +1,205 @@
+"""Running numeric UDFs over columns: buffers in, kernel launch, an Arrow column out.
+
+Inputs are read in place (data, validity and offset of each chunk). The output of each chunk is
+one new data buffer (arrowdev's pool on a GPU, NumPy memory on the CPU) and a validity bitmap:
+
+- no input nulls: none;
+- one nullable input, nulls propagating: the input's own bitmap, shared (zero-copy): the output
+  is laid out with the input's bit position (``offset % 8``) so the same bits line up;
+- several nullable inputs: the AND of their bitmaps; null-aware UDFs: the kernel's per-row
+  flags, packed to bits.
+
+On a GPU every launch waits on the inputs' sync events and the output carries an event recorded
+after the kernel, like every other arrowdev device array.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _capsules
+from ..types import DataType, Device
+from . import kernels
+from .types import element_dtype, output_types
+
+_THREADS = 256
+
+
+class _Input:
+    """One input chunk as the kernel sees it."""
+
+    def __init__(self, dtype: DataType, held: Any, null_count: int) -> None:
+        self.held, self.null_count = held, null_count
+        self.np_dtype = element_dtype(dtype)
+        self.kind = "bits" if self.np_dtype is None else self.np_dtype.str
+        self.has_validity = null_count > 0 and bool(held.buffers[0])
+
+
+class _Memory:
+    """Array views and new buffers on the target (CPU: NumPy; CUDA: numba device arrays over
+    arrowdev's pool)."""
+
+    def __init__(self, device: Device, stream: Any = None) -> None:
+        self.device = device
+        self.gpu = device.type in ("cuda", "cuda_managed")
+        if self.gpu:
+            from ..cuda import runtime
+
+            self.cp = runtime.cupy()
+            self.stream = runtime.stream_for(device.id, stream)
+
+    def view(self, address: int, count: int, dtype: np.dtype, owner: Any) -> Any:
+        if not address:  # a NULL buffer (no validity, or an empty array): a stand-in the kernel never reads
+            return self.new(max(count, 1), dtype)[0]
+        if self.gpu:
+            from numba import cuda
+
+            desc = {"shape": (count,), "typestr": np.dtype(dtype).str, "data": (address or 0, False),
+                    "version": 3, "strides": None}
+            with cuda.gpus[self.device.id]:
+                return cuda.from_cuda_array_interface(desc, owner=owner, sync=False)
+        raw = (ctypes.c_char * (count * np.dtype(dtype).itemsize)).from_address(address)
+        return np.frombuffer(raw, dtype=dtype)
+
+    def new(self, count: int, dtype: np.dtype) -> tuple[Any, int, Any]:
+        """(kernel array, address, keep-alive) of a new buffer of ``count`` elements."""
+        nbytes = count * np.dtype(dtype).itemsize
+        if self.gpu:
+            from ..cuda.memory import DeviceBuffer
+
+            buf = DeviceBuffer(nbytes, self.device.id, self.stream)
+            return self.view(buf.ptr, count, dtype, buf), buf.ptr, buf
+        array = np.empty(max(count, 1), dtype=dtype)
+        return array, array.ctypes.data, array
+
+    def launch(self, kernel: Any, n: int, args: list[Any]) -> None:
+        if not self.gpu:
+            kernel(n, *args)
+            return
+        from numba import cuda
+
+        blocks = max(1, (n + _THREADS - 1) // _THREADS)
+        with cuda.gpus[self.device.id]:
+            kernel[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
+
+    def pack_bits(self, flags: Any, count: int) -> tuple[int, Any, int]:
+        """(address, keep-alive, set bits) of the bitmap packing ``flags`` (one byte per row)."""
+        if self.gpu:
+            with self.stream:
+                flags_cp = self.cp.asarray(flags)[:count]
+                packed = self.cp.packbits(flags_cp.astype(self.cp.bool_), bitorder="little")
+                ones = int(self.cp.count_nonzero(flags_cp))
+            return packed.data.ptr, packed, ones
+        packed = np.packbits(np.asarray(flags[:count]).astype(bool), bitorder="little")
+        return packed.ctypes.data, packed, int(np.count_nonzero(flags[:count]))
+
+    def unpack_validity(self, held: Any, count: int) -> Any:
+        """One byte per row (1 = valid) of a chunk's validity."""
+        first, end = held.offset // 8, (held.offset + count + 7) // 8
+        bits = self.view(held.buffers[0] + first, end - first, np.uint8, held)
+        start = held.offset - 8 * first
+        if self.gpu:
+            with self.stream:
+                return self.cp.unpackbits(self.cp.asarray(bits), bitorder="little")[start:start + count]
+        return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
+
+
+def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: bool, out_type: DataType | None,
+              stream: Any = None, window: tuple[int, int, bool] | None = None) -> tuple[DataType, Any]:
+    """Applies ``f`` to one aligned set of input chunks; returns (output type, held output)."""
+    target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
+    n = inputs[0].held.length
+    nullable = [x for x in inputs if x.has_validity]
+    if window:
+        mode = "aware"
+    else:
+        mode = "aware" if null_aware else ("propagate" if nullable else "none")
+    base = kernels.KernelSpec(tuple((x.kind, x.has_validity) for x in inputs), mode, "", target,
+                              *(window or (0, 0, False)))
+    result = kernels.udf_result_type(f, base)
+    arrow_out, out_np = output_types(result, out_type)
+    spec = kernels.KernelSpec(base.inputs, mode, "bits" if out_np is None else out_np.str, target, *(window or (0, 0, False)))
+    kernel = kernels.compile_kernel(f, spec)
+    mem = _Memory(device, stream)
+    if mem.gpu:
+        from ..cuda import runtime
+
+        runtime.wait_on_events(mem.stream, [x.held.sync_event for x in inputs])
+    share = mode == "propagate" and len(nullable) == 1
+    pad = nullable[0].held.offset % 8 if share else 0
+    out, out_ptr, out_keep = mem.new(pad + n, np.uint8 if out_np is None else out_np)
+    flags, _, flags_keep = mem.new(n if mode == "aware" else 1, np.uint8)
+    args: list[Any] = [pad, out, flags]
+    for x in inputs:
+        data_dtype = np.uint8 if x.np_dtype is None else x.np_dtype
+        data_count = (x.held.offset + n + 7) // 8 if x.np_dtype is None else x.held.offset + n
+        args.append(mem.view(x.held.buffers[1], data_count, data_dtype, x.held))
+        validity = x.held.buffers[0] if x.has_validity else 0
+        args.append(mem.view(validity, (x.held.offset + n + 7) // 8 if validity else 1, np.uint8, x.held))
+        args.append(np.int64(x.held.offset))
+    mem.launch(kernel, n, args)
+    keep: list[Any] = [out_keep, [x.held for x in inputs]]
+    if out_np is None:  # bool output: bytes -> bits
+        out_ptr, packed, _ = mem.pack_bits(out, pad + n)
+        keep.append(packed)
+    validity, null_count = 0, 0
+    if mode == "aware":
+        validity, packed, valid_rows = mem.pack_bits(flags, n)
+        keep.append(packed)
+        null_count = n - valid_rows
+    elif share:
+        source = nullable[0]
+        validity, null_count = source.held.buffers[0] + source.held.offset // 8, source.null_count
+    elif nullable:
+        combined = mem.unpack_validity(nullable[0].held, n)
+        for x in nullable[1:]:
+            combined = combined & mem.unpack_validity(x.held, n)
+        validity, packed, valid_rows = mem.pack_bits(combined, n)
+        keep.append(packed)
+        null_count = n - valid_rows
+    del flags_keep
+    event = None
+    if mem.gpu:
+        from ..cuda import runtime
+
+        event = runtime.SyncEvent(mem.stream)
+        keep.append(event)
+    held = _capsules.build(n, null_count, pad, [validity, out_ptr], [], device_type=device.code,
+                           device_id=device.id, keepalive=keep, sync_event=event.address if event else None)
+    return arrow_out, held
+
+
+def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out_type: Any = None,
+                  stream: Any = None, window: tuple[int, int, bool] | None = None) -> Any:
+    """``f`` applied row by row over equally long columns on one device; a new column."""
+    from ..column import ArrowColumn, struct_field
+    from ..table import ArrowTable
+
+    if not callable(f):
+        raise TypeError(f"expected a function, got {type(f).__name__}")
+    wanted = None if out_type is None else DataType.from_arrow(out_type)
+    if len(columns) == 1:
+        col = columns[0]
+        segments = [[(col.type, chunk, col._chunk_null_count(i))] for i, chunk in enumerate(col._chunks)]
+        device = col.device
+    else:
+        names = [f"c{i}" for i in range(len(columns))]
+        table = ArrowTable([c.rename(n) for c, n in zip(columns, names)], len(columns[0]))
+        struct = table._as_struct_column()
+        aligned = [ArrowColumn(c.type, [struct_field(b, i) for b in struct._chunks]) for i, c in enumerate(columns)]
+        segments = [[(c.type, c._chunks[j], c._chunk_null_count(j)) for c in aligned] for j in range(struct.num_chunks)]
+        device = table.device
+    outputs, out_dtype = [], None
+    for segment in segments:
+        inputs = [_Input(dtype, held, nulls) for dtype, held, nulls in segment]
+        out_dtype, held = run_chunk(f, inputs, device, null_aware, wanted, stream, window)
+        outputs.append(held)
+    if out_dtype is None:  # no chunks: the output type still comes from the UDF's typing
+        inputs_spec = tuple(("bits" if element_dtype(c.type) is None else element_dtype(c.type).str, False) for c in columns)
+        target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
+        result = kernels.udf_result_type(f, kernels.KernelSpec(inputs_spec, "none", "", target, *(window or (0, 0, False))))
+        out_dtype = output_types(result, wanted)[0]
+    return ArrowColumn(out_dtype, outputs)

@@ -1,0 +1,249 @@
+"""Kernels for numeric UDFs: source generated per signature, compiled by numba (CPU target) or
+numba-cuda (CUDA target), cached per (function, closure, input types, null mode, output, target).
+
+A kernel takes ``(n, pad, out, out_valid, d0, v0, o0, d1, v1, o1, ...)``: for input k its data
+buffer, validity bitmap and offset (Arrow buffers read in place, bool data as bits), and writes
+row i of the result to ``out[pad + i]``. Null modes:
+
+- ``none``: no input has nulls; every row is computed.
+- ``propagate``: a row with a null input is skipped (its output validity is made outside).
+- ``aware``: a nullable input is passed as ``Optional[T]`` (``ad.NA`` where null); the result may
+  be ``ad.NA``; the kernel writes ``out_valid[i]`` (one byte per row).
+
+Numerics follow NumPy's error model on both targets: float division by zero gives inf or nan,
+integer division by zero gives 0. A UDF that raises is refused on the GPU (numba-cuda does not
+report exceptions from kernels) and raises on the CPU.
+"""
+
+from __future__ import annotations
+
+import dis
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ArrowDevError
+from . import na
+
+__all__ = ["UDFCompileError", "KernelSpec", "compile_kernel", "udf_result_type"]
+
+_lock = threading.Lock()
+_cache: dict[tuple, Any] = {}
+_result_cache: dict[tuple, Any] = {}
+CI_COMPUTE_CAPABILITY = (9, 0)  # for compile_ptx where no GPU says which to use
+
+
+class UDFCompileError(ArrowDevError, TypeError):
+    """A UDF numba cannot compile: names the UDF, the line and the construct."""
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What a kernel is compiled for. ``inputs``: per input (NumPy dtype string or 'bits',
+    has validity); ``out``: NumPy dtype string or 'bits'; ``window``: rolling window size or 0."""
+
+    inputs: tuple[tuple[str, bool], ...]
+    null_mode: str
+    out: str
+    target: str
+    window: int = 0
+    min_periods: int = 0
+    center: bool = False
+
+
+def _function_key(f: Callable) -> tuple:
+    """Identity of a UDF for caching: its code, defaults and closure values (by value when
+    hashable, else by identity)."""
+    cells = []
+    for cell in f.__closure__ or ():
+        try:
+            value = cell.cell_contents
+            hash(value)
+            cells.append(value)
+        except (ValueError, TypeError):
+            cells.append(id(cell))
+    return (f.__code__, f.__defaults__, tuple(cells))
+
+
+def _describe(f: Callable) -> str:
+    code = f.__code__
+    return f"UDF {f.__qualname__!r} ({code.co_filename}:{code.co_firstlineno})"
+
+
+_NUMBA_NOISE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _friendly(f: Callable, error: Exception) -> UDFCompileError:
+    """A short error from a numba failure: the UDF, the line numba points at, and the first line of
+    the reason (numba's full message is kept as the cause)."""
+    text = _NUMBA_NOISE.sub("", str(error))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    reason = next((ln for ln in lines if not ln.startswith(("Failed in", "During:", "File", ">>>", "-", "There are"))),
+                  type(error).__name__)
+    where = re.findall(r'File "([^"]+)", line (\d+)', text)
+    source_line = ""
+    if where:
+        filename, line = where[-1]
+        idx = next((i for i, ln in enumerate(lines) if ln.startswith(f'File "{filename}", line {line}')), None)
+        if idx is not None and idx + 2 < len(lines):
+            source_line = f": `{lines[idx + 2]}`"
+        location = f"line {line}{source_line}"
+    else:
+        location = "its body"
+    return UDFCompileError(f"cannot compile {_describe(f)}: at {location}: {reason}")
+
+
+def _raises(f: Callable) -> bool:
+    return any(ins.opname == "RAISE_VARARGS" for ins in dis.get_instructions(f))
+
+
+def _numba_args(spec: KernelSpec) -> tuple:
+    from numba.core import types
+    from numba.np.numpy_support import from_dtype
+
+    args = []
+    for dtype, has_validity in spec.inputs:
+        base = types.boolean if dtype == "bits" else from_dtype(np.dtype(dtype))
+        args.append(types.optional(base) if spec.null_mode == "aware" and has_validity else base)
+    if spec.window:
+        return (types.Array(args[0] if not isinstance(args[0], types.Optional) else args[0].type, 1, "C"),)
+    return tuple(args)
+
+
+def udf_result_type(f: Callable, spec: KernelSpec) -> Any:
+    """The numba type the UDF returns for these inputs, from the target's own typing. For CUDA this
+    is ``numba.cuda.compile_ptx(..., device=True)``: it types and lowers the UDF without a GPU,
+    so CI catches what the CUDA target cannot compile."""
+    na.register_numba_typing()
+    key = (_function_key(f), spec.inputs, spec.null_mode, spec.target, spec.window)
+    with _lock:
+        if key in _result_cache:
+            return _result_cache[key]
+    if spec.target == "cuda" and _raises(f):
+        raise UDFCompileError(f"cannot compile {_describe(f)}: `raise` is not supported on the GPU "
+                              "(numba-cuda does not report exceptions from kernels); return ad.NA instead")
+    args = _numba_args(spec)
+    try:
+        if spec.target == "cuda":
+            from numba import cuda
+
+            _, result = cuda.compile_ptx(f, args, device=True, cc=_compute_capability())
+        else:
+            import numba
+
+            jitted = numba.njit(error_model="numpy")(f)
+            jitted.compile(args)
+            result = jitted.overloads[args].signature.return_type
+    except Exception as e:  # numba's TypingError, UnsupportedError, LoweringError, ...
+        if type(e).__module__.startswith(("numba", "numba_cuda")) or "numba" in type(e).__module__:
+            raise _friendly(f, e) from e
+        raise
+    with _lock:
+        _result_cache[key] = result
+    return result
+
+
+def _compute_capability() -> tuple[int, int]:
+    try:
+        from ..cuda import runtime
+
+        cp = runtime.cupy()
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        return (props["major"], props["minor"])
+    except Exception:
+        return CI_COMPUTE_CAPABILITY
+
+
+def _load(k: int, dtype: str) -> str:
+    if dtype == "bits":
+        return f"x{k} = ((d{k}[(o{k} + i) >> 3] >> ((o{k} + i) & 7)) & 1) != 0"
+    return f"x{k} = d{k}[o{k} + i]"
+
+
+def _valid(k: int) -> str:
+    return f"((v{k}[(o{k} + i) >> 3] >> ((o{k} + i) & 7)) & 1)"
+
+
+def kernel_source(spec: KernelSpec) -> str:
+    """The Python source of the kernel for ``spec`` (numba compiles it for the target)."""
+    params = ", ".join(f"d{k}, v{k}, o{k}" for k in range(len(spec.inputs)))
+    rows = "range(n)" if spec.target == "cpu" else "range(cuda.grid(1), n, cuda.gridsize(1))"
+    lines = [f"def kernel(n, pad, out, out_valid, {params}):", f"    for i in {rows}:"]
+    if spec.window:
+        return _rolling_source(spec, lines)
+    nullable = [k for k, (_, has_validity) in enumerate(spec.inputs) if has_validity]
+    body = [_load(k, dtype) for k, (dtype, _) in enumerate(spec.inputs)]
+    call = "udf(" + ", ".join(f"a{k}" if k in nullable and spec.null_mode == "aware" else f"x{k}"
+                              for k in range(len(spec.inputs))) + ")"
+    if spec.null_mode == "aware":
+        body += [f"a{k} = x{k} if {_valid(k)} else None" for k in nullable]
+        body += [f"r = {call}", "if r is None:", "    out_valid[i] = 0", "else:",
+                 "    out[pad + i] = r", "    out_valid[i] = 1"]
+    elif spec.null_mode == "propagate" and nullable:
+        body += ["if " + " and ".join(_valid(k) for k in nullable) + ":", f"    out[pad + i] = {call}"]
+    else:
+        body += [f"out[pad + i] = {call}"]
+    return "\n".join(lines + ["        " + b for b in body]) + "\n"
+
+
+def _rolling_source(spec: KernelSpec, lines: list[str]) -> str:
+    """Row i's window is rows [i - before, i + after]; its valid values are gathered into a
+    buffer (nulls skipped, as pandas does) and the UDF gets the filled part when it holds at least
+    ``min_periods`` values; otherwise the row is null."""
+    dtype, has_validity = spec.inputs[0]
+    before = spec.window // 2 if spec.center else spec.window - 1
+    after = spec.window - 1 - before
+    scratch = (f"buf = cuda.local.array({spec.window}, np.{_numba_name(dtype)})" if spec.target == "cuda"
+               else f"buf = np.empty({spec.window}, np.{_numba_name(dtype)})")
+    body = [
+        scratch, "count = 0",
+        f"for j in range(max(i - {before}, 0), min(i + {after} + 1, n)):",
+        "    " + _load(0, dtype).replace("o0 + i", "o0 + j"),
+    ]
+    if has_validity:
+        body += [f"    if {_valid(0).replace('o0 + i', 'o0 + j')}:", "        buf[count] = x0", "        count += 1"]
+    else:
+        body += ["    buf[count] = x0", "    count += 1"]
+    body += [f"if count >= {max(spec.min_periods, 1)}:", "    out[pad + i] = udf(buf[:count])",
+             "    out_valid[i] = 1", "else:", "    out_valid[i] = 0"]
+    return "\n".join(lines + ["        " + b for b in body]) + "\n"
+
+
+def _numba_name(dtype: str) -> str:
+    return "bool_" if dtype == "bits" else np.dtype(dtype).name
+
+
+def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
+    """The compiled kernel (a numba dispatcher) for ``f`` and ``spec``, cached."""
+    key = (_function_key(f), spec)
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+    udf_result_type(f, spec)  # friendly errors, and the GPU check for `raise`
+    namespace: dict[str, Any] = {"np": np}
+    if spec.target == "cuda":
+        from numba import cuda
+
+        namespace.update(cuda=cuda, udf=cuda.jit(device=True)(f))
+        kernel = cuda.jit(_exec(kernel_source(spec), namespace))
+    else:
+        import numba
+
+        namespace["udf"] = numba.njit(error_model="numpy")(f)
+        kernel = numba.njit(error_model="numpy")(_exec(kernel_source(spec), namespace))
+    with _lock:
+        _cache[key] = kernel
+    return kernel
+
+
+def _exec(source: str, namespace: dict[str, Any]) -> Callable:
+    exec(compile(source, "<arrowdev udf kernel>", "exec"), namespace)
+    return namespace["kernel"]
+
+
+def cache_size() -> int:
+    """Compiled kernels held (a second call with the same UDF and input types adds none)."""
+    return len(_cache)

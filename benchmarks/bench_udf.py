@@ -1,0 +1,127 @@
+"""Numeric UDFs on the GPU against their peers, same data, one process.
+
+    python3 benchmarks/bench_udf.py [--sizes 1e7 1e8 1e9] [--runs 10]
+
+UDFs: ``x * 2 + 1`` and the published cuDF applymap benchmark's membership test (the values 1027,
+1000, 59, 980 written out five times), on float64 and int64 columns. Peers: the same expression in
+CuPy (``x * 2 + 1``; ``cupy.isin``), PyArrow compute on the CPU (``multiply`` + ``add``; ``is_in``),
+and pandas ``Series.apply``, measured at 10^7 rows only and extrapolated linearly above (said in the
+output). GPU timings are CUDA-event medians after a warm-up; GB/s counts bytes read + written
+(input, output data, output bits for bool results) and is compared with a device-to-device copy
+of the input measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import arrowdev as ad
+
+VALUES = [1027, 1000, 59, 980] * 5
+
+
+def times2plus1(x):
+    return x * 2 + 1
+
+
+def member(x):
+    return x in [1027, 1000, 59, 980, 1027, 1000, 59, 980, 1027, 1000, 59, 980,
+                 1027, 1000, 59, 980, 1027, 1000, 59, 980]
+
+
+def gpu_median(cp, fn, runs: int) -> float:
+    stream = ad.cuda.runtime.stream_for(0)
+    fn()
+    cp.cuda.runtime.deviceSynchronize()
+    samples = []
+    for _ in range(runs):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        out = fn()
+        end.record(stream)
+        end.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+        del out
+    return statistics.median(samples)
+
+
+def cpu_median(fn, runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    import cupy as cp
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e7, 1e8, 1e9])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--pandas-rows", type=int, default=10**7)
+    args = parser.parse_args()
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    stream = ad.cuda.runtime.stream_for(0)
+    pandas_seconds = {}
+    import pandas as pd
+
+    for dtype in ("float64", "int64"):
+        host = (np.arange(args.pandas_rows) % 2000).astype(dtype)
+        series = pd.Series(host)
+        for name, f in (("x*2+1", times2plus1), ("in list", member)):
+            start = time.perf_counter()
+            series.apply(f)
+            pandas_seconds[(dtype, name)] = (time.perf_counter() - start) / args.pandas_rows
+    print(f"pandas Series.apply measured at {args.pandas_rows:.0e} rows; larger sizes are extrapolated linearly")
+    header = (f"{'dtype':8s} {'udf':8s} {'rows':>6s} {'arrowdev ms':>11s} {'GB/s':>7s} {'of copy':>7s} "
+              f"{'cupy ms':>8s} {'pyarrow ms':>10s} {'pandas ms':>10s} {'x cupy':>7s} {'x pyarrow':>9s} {'x pandas':>9s}")
+    print(header)
+    for rows in (int(s) for s in args.sizes):
+        for dtype in ("float64", "int64"):
+            with cp.cuda.Device(0), stream:
+                data = (cp.arange(rows, dtype=cp.int64) % 2000).astype(dtype)
+            stream.synchronize()
+            gcol = ad.column(data)  # zero-copy from CuPy
+            copy_s = gpu_median(cp, lambda: cp.copy(data), args.runs)
+            copy_bw = 2 * data.nbytes / copy_s
+            host_arr = pa.array(data.get()) if rows <= 10**8 else None
+            for name, f in (("x*2+1", times2plus1), ("in list", member)):
+                first = time.perf_counter()
+                out = gcol.apply(f)
+                cp.cuda.runtime.deviceSynchronize()
+                first = time.perf_counter() - first
+                mine = gpu_median(cp, lambda: gcol.apply(f), args.runs)
+                if name == "x*2+1":
+                    peer = gpu_median(cp, lambda: data * 2 + 1, args.runs)
+                    written = data.nbytes
+                    arrow_fn = (lambda: pc.add(pc.multiply(host_arr, 2), 1)) if host_arr is not None else None
+                else:
+                    values = cp.asarray(VALUES, dtype=dtype)
+                    peer = gpu_median(cp, lambda: cp.isin(data, values), args.runs)
+                    written = rows // 8
+                    value_set = pa.array(VALUES, type=pa.from_numpy_dtype(np.dtype(dtype)))
+                    arrow_fn = (lambda: pc.is_in(host_arr, value_set=value_set)) if host_arr is not None else None
+                check = out.to_cupy() if name == "x*2+1" else None
+                if check is not None:
+                    assert bool(cp.all(check == data * 2 + 1))
+                pyarrow_s = cpu_median(arrow_fn, 3) if arrow_fn else float("nan")
+                pandas_s = pandas_seconds[(dtype, name)] * rows
+                bandwidth = (data.nbytes + written) / mine
+                print(f"{dtype:8s} {name:8s} {rows:6.0e} {mine * 1e3:11.2f} {bandwidth / 1e9:7.0f} "
+                      f"{bandwidth / copy_bw:7.2f} {peer * 1e3:8.2f} {pyarrow_s * 1e3:10.1f} {pandas_s * 1e3:10.0f} "
+                      f"{peer / mine:7.2f} {pyarrow_s / mine:9.1f} {pandas_s / mine:9.0f}"
+                      f"   (first call incl. compile {first:.2f} s; copy {copy_bw / 1e9:.0f} GB/s)")
+                del out, check
+            del data, gcol
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Numeric, null-aware, row-wise and rolling UDFs, on the CPU (numba) and on the GPU (numba-cuda,
+marker ``gpu``), always against the same Python function applied row by row (pandas for
+rolling windows)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrowdev as ad
+from arrowdev.udf import kernels
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def on(device: str, data) -> ad.ArrowColumn:
+    col = ad.column(data)
+    return col.to_device() if device == "cuda" else col
+
+
+def reference(f, *columns, null_aware=False):
+    rows = zip(*[c.to_pylist() if isinstance(c, ad.ArrowColumn) else c for c in columns])
+    out = []
+    for row in rows:
+        if null_aware:
+            r = f(*[ad.NA if v is None else v for v in row])
+            out.append(None if r is ad.NA else r)
+        else:
+            out.append(None if any(v is None for v in row) else f(*row))
+    return out
+
+
+INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("arrow_type", INT_TYPES + [pa.float32(), pa.float64()], ids=str)
+def test_element_wise_every_numeric_width(device, arrow_type):
+    values = [1, None, 3, 4, None, 6, 7, 8, 9, 10, 11]
+    col = on(device, pa.array(values, arrow_type))
+    out = col.apply(lambda x: x * 2 + 1)
+    assert out.device == col.device
+    assert out.to_pylist() == reference(lambda x: x * 2 + 1, values)
+    assert out.null_count == 2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bool_bits_in_and_out(device):
+    values = [True, False, None, True, True, False, None, False, True, True]
+    col = on(device, pa.array(values))
+    out = col.apply(lambda b: not b)
+    assert out.type == ad.DataType.from_arrow(pa.bool_())
+    assert out.to_pylist() == reference(lambda b: not b, values)
+    ints = on(device, pa.array([1, 5, None, 12]))
+    assert ints.apply(lambda x: x > 4).to_pylist() == [False, True, None, True]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_temporal_and_decimal_as_their_storage(device):
+    ts = pa.array([0, 1_000_000, None], pa.timestamp("us"))
+    out = on(device, ts).apply(lambda t: t + 86_400_000_000, out_type=pa.timestamp("us"))
+    assert out.type == ad.DataType.from_arrow(pa.timestamp("us"))
+    assert out.to_pyarrow().equals(pa.chunked_array([pa.array([86_400_000_000, 86_401_000_000, None], pa.timestamp("us"))]))
+    dates = on(device, pa.array([0, 365, None], pa.date32()))
+    assert dates.apply(lambda d: d + 1).to_pylist() == [1, 366, None]
+    money = on(device, pa.array([1, 2, None], pa.decimal64(10, 2)).cast(pa.decimal64(10, 2)))
+    scaled = money.apply(lambda cents: cents * 3)  # decimal64 -> its scaled integer (cents)
+    assert scaled.to_pylist() == [300, 600, None]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_null_aware_udfs_see_and_return_na(device):
+    values = [1, None, 3, None, 5]
+    col = on(device, pa.array(values))
+    fill = col.apply(lambda x: 0 if x is ad.NA else x, null_aware=True)
+    assert fill.to_pylist() == [1, 0, 3, 0, 5] and fill.null_count == 0
+    drop = col.apply(lambda x: ad.NA if x is ad.NA or x > 2 else x * 10, null_aware=True)
+    assert drop.to_pylist() == [10, None, None, None, None] and drop.null_count == 4
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_row_wise_over_columns_with_different_chunking(device):
+    a = pa.chunked_array([[1, -2, 3], [4, None, -6, 7]])
+    b = pa.chunked_array([[10, 20], [30, 40, 50, None, 70]])
+    tbl = ad.table({"a": a, "b": b})
+    if device == "cuda":
+        tbl = tbl.to_device()
+    f = lambda a, b: a * b if a > 0 else b  # noqa: E731
+    out = tbl.apply(f, columns=["a", "b"])
+    assert out.to_pylist() == reference(f, a.to_pylist(), b.to_pylist())
+    aware = tbl.apply(lambda a, b: (0 if a is ad.NA else a) + (0 if b is ad.NA else b), columns=["a", "b"], null_aware=True)
+    assert aware.to_pylist() == [11, 18, 33, 44, 50, -6, 77]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("window,min_periods,center", [(3, None, False), (3, 1, False), (4, 2, True), (1, 1, False)])
+def test_rolling_matches_pandas(device, window, min_periods, center):
+    values = [1.0, None, 3.0, 4.0, 5.0, None, None, 8.0, 9.0, 10.0, 11.0]
+    col = on(device, pa.chunked_array([values[:4], values[4:]]))
+    out = col.rolling(window, min_periods=min_periods, center=center).apply(lambda w: w.sum())
+    expected = pd.Series(values, dtype=float).rolling(window, min_periods=min_periods, center=center).sum()
+    assert out.to_pylist() == [None if math.isnan(v) else v for v in expected]
+    means = col.rolling(window, min_periods=min_periods, center=center).apply(lambda w: w.max() - w.min())
+    want = pd.Series(values, dtype=float).rolling(window, min_periods=min_periods, center=center).apply(
+        lambda w: np.nanmax(w) - np.nanmin(w) if np.isfinite(w).any() else np.nan, raw=True)
+    assert means.to_pylist() == [None if math.isnan(v) else v for v in want]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_rolling_windows_can_be_looped_and_indexed(device):
+    col = on(device, pa.array([1, 2, 3, 4, 5], pa.int64()))
+
+    def weighted(w):
+        total = 0
+        for k in range(len(w)):
+            total += w[k] * (k + 1)
+        return total
+
+    out = col.rolling(3, min_periods=1).apply(weighted)
+    assert out.to_pylist() == [1, 1 + 4, 1 + 4 + 9, 2 + 6 + 12, 3 + 8 + 15]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sliced_and_chunked_inputs(device):
+    base = pa.array([None if i % 5 == 0 else i for i in range(40)], pa.int32())
+    sliced = base.slice(3, 29)  # not byte aligned
+    col = on(device, pa.chunked_array([sliced.slice(0, 11), sliced.slice(11)]))
+    out = col.apply(lambda x: x - 1)
+    assert out.num_chunks == 2
+    assert out.to_pylist() == reference(lambda x: x - 1, sliced.to_pylist())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_division_by_zero_follows_numpy(device):
+    floats = on(device, pa.array([1.0, -1.0, 0.0]))
+    out = floats.apply(lambda x: x / 0.0).to_pylist()
+    assert out[0] == math.inf and out[1] == -math.inf and math.isnan(out[2])
+    ints = on(device, pa.array([7, 8], pa.int64()))
+    assert ints.apply(lambda x: x // 0).to_pylist() == [0, 0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kernels_are_cached_per_function_and_types(device):
+    col = on(device, pa.array([1, 2, 3], pa.int64()))
+    f = lambda x: x + 41  # noqa: E731
+    col.apply(f)
+    before = kernels.cache_size()
+    assert col.apply(f).to_pylist() == [42, 43, 44]
+    assert kernels.cache_size() == before
+    on(device, pa.array([5, None], pa.int64())).apply(f)  # nulls: another null mode, a new kernel
+    assert kernels.cache_size() == before + 1
+    on(device, pa.array([1.0])).apply(f)  # new input type: a new kernel
+    assert kernels.cache_size() == before + 2
+
+
+def test_closures_are_part_of_the_cache_key():
+    col = ad.column(pa.array([1, 2]))
+    adders = [(lambda k: (lambda x: x + k))(k) for k in (1, 100)]
+    assert [col.apply(f).to_pylist() for f in adders] == [[2, 3], [101, 102]]
+
+
+def test_unsupported_constructs_name_the_udf_and_line():
+    def bad_udf(x):
+        y = x + 1
+        return y.no_such_attribute
+
+    with pytest.raises(ad.UDFCompileError, match=r"bad_udf.*line \d+.*no_such_attribute"):
+        ad.column(pa.array([1, 2])).apply(bad_udf)
+
+
+def test_unsupported_types_are_clear_errors():
+    with pytest.raises(TypeError, match="expected a numeric, bool or temporal column"):
+        ad.column(pa.array(["a"])).apply(lambda s: s)
+    with pytest.raises(TypeError, match="expected a function"):
+        ad.column(pa.array([1])).apply(3)
+    with pytest.raises(ValueError, match="window"):
+        ad.column(pa.array([1])).rolling(0)
+
+
+def test_a_udf_that_raises_raises_on_the_cpu():
+    def check(x):
+        if x > 2:
+            raise ValueError("too big")
+        return x
+
+    assert ad.column(pa.array([1, 2])).apply(check).to_pylist() == [1, 2]
+    with pytest.raises(ValueError, match="too big"):
+        ad.column(pa.array([1, 3])).apply(check)
+
+
+# ---- the CUDA target's typing and lowering, without a GPU (numba.cuda.compile_ptx) ---------------
+
+CUDA_UDFS = [
+    (lambda x: x * 2 + 1, ((np.dtype("float64").str, False),), "none"),
+    (lambda x: 0 if x is ad.NA else x, ((np.dtype("int64").str, True),), "aware"),
+    (lambda a, b: a * b if a > 0 else b, ((np.dtype("int32").str, True), (np.dtype("int64").str, False)), "propagate"),
+    (lambda b: not b, (("bits", False),), "none"),
+    (lambda x: x in [1027, 1000, 59, 980, 1027, 1000, 59, 980], ((np.dtype("int64").str, False),), "none"),
+]
+
+
+@pytest.mark.parametrize("f,inputs,mode", CUDA_UDFS)
+def test_cuda_typing_and_lowering_without_a_gpu(f, inputs, mode):
+    spec = kernels.KernelSpec(inputs, mode, "", "cuda")
+    assert kernels.udf_result_type(f, spec) is not None
+    assert "def kernel(" in kernels.kernel_source(kernels.KernelSpec(inputs, mode, "<f8", "cuda"))
+
+
+def test_cuda_target_refuses_raise_and_reports_typing_errors():
+    def raising(x):
+        if x > 1:
+            raise ValueError("no")
+        return x
+
+    spec = kernels.KernelSpec(((np.dtype("int64").str, False),), "none", "", "cuda")
+    with pytest.raises(ad.UDFCompileError, match="raise"):
+        kernels.udf_result_type(raising, spec)
+    with pytest.raises(ad.UDFCompileError, match="no_such"):
+        kernels.udf_result_type(lambda x: x.no_such, spec)
+
+
+# ---- property tests against the row-by-row reference ------------------------------------------
+
+values_with_nulls = st.lists(st.one_of(st.none(), st.integers(-10**6, 10**6)), min_size=0, max_size=60)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=values_with_nulls, start=st.integers(0, 20), chunk=st.integers(1, 25))
+def test_property_cpu(values, start, chunk):
+    _check_property("cpu", values, start, chunk)
+
+
+@pytest.mark.gpu
+@settings(max_examples=25, deadline=None)
+@given(values=values_with_nulls, start=st.integers(0, 20), chunk=st.integers(1, 25))
+def test_property_gpu(values, start, chunk):
+    _check_property("cuda", values, start, chunk)
+
+
+def _check_property(device, values, start, chunk):
+    arr = pa.array(values, pa.int64()).slice(min(start, len(values)))
+    pieces = [arr.slice(i, chunk) for i in range(0, len(arr), chunk)] or [arr]
+    col = on(device, pa.chunked_array(pieces, type=pa.int64()))
+    f = lambda x: x * 3 - 1 if x % 2 else x // 2  # noqa: E731
+    assert col.apply(f).to_pylist() == reference(f, arr.to_pylist())
+    g = lambda x: -1 if x is ad.NA else x  # noqa: E731
+    assert col.apply(g, null_aware=True).to_pylist() == reference(g, arr.to_pylist(), null_aware=True)
