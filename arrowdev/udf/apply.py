@@ -16,6 +16,7 @@ after the kernel, like every other arrowdev device array.
 from __future__ import annotations
 
 import ctypes
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -80,9 +81,12 @@ class _Memory:
             kernel(n, *args)
             return
         from numba import cuda
+        from numba.cuda.core.errors import NumbaPerformanceWarning
 
         blocks = max(1, (n + _THREADS - 1) // _THREADS)
-        with cuda.gpus[self.device.id]:
+        with cuda.gpus[self.device.id], warnings.catch_warnings():
+            # one thread per row: a small column gets a small grid, which numba warns about
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
             kernel[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
 
     def pack_bits(self, flags: Any, count: int) -> tuple[int, Any, int]:
