@@ -84,6 +84,9 @@ def _friendly(f: Callable, error: Exception) -> UDFCompileError:
     reason = next((ln for ln in lines if not ln.startswith(("Failed in", "During:", "File", ">>>", "-", "There are"))),
                   type(error).__name__)
     where = re.findall(r'File "([^"]+)", line (\d+)', text)
+    loc = getattr(error, "loc", None)
+    if not where and getattr(loc, "line", None):
+        where = [(loc.filename, str(loc.line))]
     source_line = ""
     if where:
         filename, line = where[-1]
