@@ -36,18 +36,21 @@ def member(x):
 
 
 def gpu_median(cp, fn, runs: int) -> float:
+    """Median CUDA-event time of ``fn`` on arrowdev's stream, which is also CuPy's current stream
+    here, so arrowdev's kernels and CuPy's run (and are timed) on the same stream."""
     stream = ad.cuda.runtime.stream_for(0)
-    fn()
-    cp.cuda.runtime.deviceSynchronize()
-    samples = []
-    for _ in range(runs):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        out = fn()
-        end.record(stream)
-        end.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
-        del out
+    with stream:
+        fn()
+        cp.cuda.runtime.deviceSynchronize()
+        samples = []
+        for _ in range(runs):
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record(stream)
+            out = fn()
+            end.record(stream)
+            end.synchronize()
+            samples.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+            del out
     return statistics.median(samples)
 
 

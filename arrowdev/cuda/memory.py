@@ -51,13 +51,15 @@ class DeviceBuffer:
 
     def __init__(self, nbytes: int, device_id: int, stream: Any) -> None:
         cp = runtime.cupy()
+        self.size = 0  # nothing to give back if the allocation fails
         with cp.cuda.Device(device_id), stream:
-            self._mem = pool().malloc(max(nbytes, 1))
+            self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
         self.ptr, self.size, self.device_id = self._mem.ptr, nbytes, device_id
         _account(nbytes)
 
     def __del__(self) -> None:
-        _account(-self.size)
+        if self.size:
+            _account(-self.size)
 
 
 class PinnedBuffer:
@@ -66,12 +68,14 @@ class PinnedBuffer:
     __slots__ = ("ptr", "size", "_mem", "__weakref__")
 
     def __init__(self, nbytes: int) -> None:
+        self.size = 0
         self._mem = runtime.cupy().cuda.alloc_pinned_memory(max(nbytes, 1))
         self.ptr, self.size = self._mem.ptr, nbytes
         _account(nbytes, "pinned_bytes_in_use")
 
     def __del__(self) -> None:
-        _account(-self.size, "pinned_bytes_in_use")
+        if self.size:
+            _account(-self.size, "pinned_bytes_in_use")
 
 
 def keep_until(event: Any, *objects: Any) -> None:

@@ -27,6 +27,7 @@ from . import kernels
 from .types import element_dtype, output_types
 
 _THREADS = 256
+_STAND_INS: dict[tuple, Any] = {}
 
 
 class _Input:
@@ -54,7 +55,7 @@ class _Memory:
 
     def view(self, address: int, count: int, dtype: np.dtype, owner: Any) -> Any:
         if not address:  # a NULL buffer (no validity, or an empty array): a stand-in the kernel never reads
-            return self.new(max(count, 1), dtype)[0]
+            return self.stand_in(dtype)
         if self.gpu:
             from numba import cuda
 
@@ -64,6 +65,18 @@ class _Memory:
                 return cuda.from_cuda_array_interface(desc, owner=owner, sync=False)
         raw = (ctypes.c_char * (count * np.dtype(dtype).itemsize)).from_address(address)
         return np.frombuffer(raw, dtype=dtype)
+
+    def stand_in(self, dtype: np.dtype) -> Any:
+        """A one-element array of ``dtype`` on this device, made once."""
+        key = (self.device, np.dtype(dtype).str)
+        if key not in _STAND_INS:  # outside arrowdev's accounting: it lives as long as the process
+            if self.gpu:
+                with self.cp.cuda.Device(self.device.id):
+                    backing = self.cp.zeros(8, dtype=dtype)
+                _STAND_INS[key] = self.view(backing.data.ptr, 8, dtype, backing)
+            else:
+                _STAND_INS[key] = np.zeros(8, dtype=dtype)
+        return _STAND_INS[key]
 
     def new(self, count: int, dtype: np.dtype) -> tuple[Any, int, Any]:
         """(kernel array, address, keep-alive) of a new buffer of ``count`` elements."""
@@ -135,7 +148,7 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
     share = mode == "propagate" and len(nullable) == 1
     pad = nullable[0].held.offset % 8 if share else 0
     out, out_ptr, out_keep = mem.new(pad + n, np.uint8 if out_np is None else out_np)
-    flags, _, flags_keep = mem.new(n if mode == "aware" else 1, np.uint8)
+    flags, _, flags_keep = mem.new(n, np.uint8) if mode == "aware" else (mem.stand_in(np.uint8), 0, None)
     args: list[Any] = [pad, out, flags]
     for x in inputs:
         data_dtype = np.uint8 if x.np_dtype is None else x.np_dtype
