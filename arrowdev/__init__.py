@@ -14,6 +14,15 @@ from .table import ArrowTable, table
 from .types import DataType, Device
 from .udf import NA, UDFCompileError
 
+
+def import_ipc(data: bytes):  # noqa: ANN201 - a column or a table, as exported
+    """A column or table over another process's GPU memory (zero-copy), from the bytes its
+    ``export_ipc()`` returned. See :mod:`arrowdev.cuda.ipc`."""
+    from .cuda.ipc import import_ipc as _import_ipc
+
+    return _import_ipc(data)
+
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -30,5 +39,6 @@ __all__ = [
     "column",
     "cuda",
     "debug",
+    "import_ipc",
     "table",
 ]

@@ -316,6 +316,14 @@ class ArrowColumn:
 
         return copy_columns([self], Device("cuda_host", self.device.id), stream)[0]
 
+    def export_ipc(self) -> bytes:
+        """Bytes another process on this node passes to :func:`arrowdev.import_ipc` to see this GPU
+        column's memory, zero-copy. Keep this column alive while importers use it (see
+        :mod:`arrowdev.cuda.ipc`)."""
+        from .cuda.ipc import export_ipc
+
+        return export_ipc(self)
+
     # ---- UDFs --------------------------------------------------------------------------------
 
     def apply(self, f: Callable[..., Any], *, null_aware: bool = False, out_type: Any = None,

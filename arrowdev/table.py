@@ -206,6 +206,13 @@ class ArrowTable:
         target = Device("cuda_host", self.device.id)
         return ArrowTable(copy_columns(self._columns, target, stream), self._num_rows, self._metadata)
 
+    def export_ipc(self) -> bytes:
+        """Bytes another process on this node passes to :func:`arrowdev.import_ipc` to see this GPU
+        table's memory, zero-copy. Keep this table alive while importers use it."""
+        from .cuda.ipc import export_ipc
+
+        return export_ipc(self)
+
     # ---- UDFs ----------------------------------------------------------------------------------
 
     def apply(self, f: Any, columns: Iterable[int | str] | None = None, *, null_aware: bool = False,

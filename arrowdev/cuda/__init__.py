@@ -15,7 +15,33 @@ from .runtime import device_count, is_available
 if TYPE_CHECKING:
     from ..column import ArrowColumn
 
-__all__ = ["copy_columns", "device_count", "is_available", "memory_stats"]
+__all__ = ["copy_columns", "device_count", "is_available", "memory_stats", "use_for_cupy", "use_for_numba"]
+
+
+def use_for_numba() -> None:
+    """Makes numba-cuda allocate device arrays from arrowdev's pool (its EMM plugin,
+    :mod:`arrowdev.cuda.numba_emm`). Call it before numba makes a CUDA context (before the first numba
+    device array or kernel); afterwards it raises, because numba cannot change managers then. The
+    same is done by setting ``NUMBA_CUDA_MEMORY_MANAGER=arrowdev.cuda.numba_emm`` before numba starts."""
+    from numba import cuda
+    from numba.cuda.cudadrv import driver
+
+    from .numba_emm import ArrowdevNumbaMemoryManager
+
+    live = [d for d in driver.driver.devices.values() if d.primary_context is not None]
+    if live and driver._memory_manager is not ArrowdevNumbaMemoryManager:
+        raise RuntimeError("numba has already made a CUDA context (device "
+                           f"{live[0].id}) with its own memory manager: call ad.cuda.use_for_numba() "
+                           "before numba's first device array or kernel")
+    cuda.set_memory_manager(ArrowdevNumbaMemoryManager)
+
+
+def use_for_cupy() -> None:
+    """Makes CuPy allocate from arrowdev's pool too (``cupy.cuda.set_allocator``). Those blocks count in
+    ``memory_stats()["pool_bytes"]``, not in ``bytes_in_use``, which counts arrowdev's own buffers."""
+    from . import memory, runtime
+
+    runtime.cupy().cuda.set_allocator(memory.pool().malloc)
 
 
 def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None) -> list[ArrowColumn]:
