@@ -38,3 +38,14 @@ def balanced():
     after = ad.debug.ownership_stats()
     for key in ("live_containers", "live_exported_nodes", "live_exported_streams", "live_built_nodes"):
         assert after[key] == before[key], f"{key}: {before[key]} before, {after[key]} after"
+
+
+@pytest.fixture(autouse=True)
+def _gpu_tests_do_not_leak(request):
+    """Every GPU test runs inside ad.debug.leak_check(): containers, exports, device and pinned
+    buffers must balance (NRT too, when NRT statistics are on)."""
+    if "gpu" not in request.keywords:
+        yield
+        return
+    with ad.debug.leak_check():
+        yield
