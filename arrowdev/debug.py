@@ -46,15 +46,25 @@ def ownership_stats() -> dict[str, int]:
     return _capsules.ownership_stats()
 
 
+def _settle() -> None:
+    """Lets work in flight finish: copies release their sources and staging memory when their event has
+    fired (only once the CUDA layer has been used: no GPU probing). Then collects garbage."""
+    from .cuda import memory
+
+    if memory._pool is not None:
+        from .cuda import runtime
+
+        runtime.cupy().cuda.runtime.deviceSynchronize()
+        memory.release_finished()
+    gc.collect()
+
+
 def _device_counts() -> dict[str, int]:
-    """arrowdev's device buffers in use (only once the CUDA layer has been used: no GPU probing)."""
+    """arrowdev's device buffers in use (only once the CUDA layer has been used)."""
     from .cuda import memory
 
     if memory._pool is None:
         return {}
-    from .cuda import runtime
-
-    runtime.cupy().cuda.runtime.deviceSynchronize()  # copies in flight finish, their staging goes
     stats = memory.memory_stats()
     return {"device bytes in use": stats["bytes_in_use"], "device buffers": stats["allocations"] - stats["frees"],
             "pinned bytes in use": stats["pinned_bytes_in_use"]}
@@ -75,7 +85,7 @@ def _nrt_counts() -> dict[str, int]:
 
 
 def _snapshot() -> dict[str, int]:
-    gc.collect()
+    _settle()
     counts = {key: value for key, value in ownership_stats().items() if key in _LIVE}
     counts.update(_device_counts())
     counts.update(_nrt_counts())
