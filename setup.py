@@ -6,7 +6,7 @@ setup(
         Extension(
             "arrowdev._capsules",
             sources=["capsules/check.c", "capsules/container.c", "capsules/stream.c", "capsules/module.c"],
-            depends=["capsules/abi.h", "capsules/check.h", "capsules/container.h", "capsules/stream.h"],
+            depends=["capsules/abi.h", "capsules/check.h", "capsules/container.h", "capsules/path_error.h", "capsules/stream.h"],
             extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
                                 "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
         )

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "path_error.h"
 
 typedef struct Layout {
   int64_t min_buffers, max_buffers; /* max_buffers -1: no upper bound (variadic view buffers) */
@@ -50,12 +51,7 @@ static int64_t child_rows_needed(const struct ArrowArray* a, const char* f) {
 
 static int check_node(const struct ArrowArray* a, const struct ArrowSchema* s, char* path, size_t path_len,
                       char* err, size_t err_len) {
-#define FAIL(...)                                                                          \
-  do {                                                                                     \
-    int n_ = snprintf(err, err_len, "%s: ", path);                                         \
-    if (n_ >= 0 && (size_t)n_ < err_len) snprintf(err + n_, err_len - n_, __VA_ARGS__);    \
-    return -1;                                                                             \
-  } while (0)
+#define FAIL(...) return path_error(err, err_len, path, __VA_ARGS__)
   if (s == NULL || s->format == NULL) FAIL("the schema has no node here");
   Layout layout;
   if (format_layout(s->format, &layout) != 0) FAIL("unknown format string '%s'", s->format);

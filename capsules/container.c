@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "container.h"
+#include "path_error.h"
 
 OwnershipStats g_stats;
 
@@ -43,12 +44,7 @@ static const int kMaxDepth = 256; /* deeper trees are refused: they are cycles o
 
 static int check_node(const struct ArrowArray* a, char* path, size_t path_len, int depth,
                       char* err, size_t err_len) {
-#define FAIL(...)                                  \
-  do {                                             \
-    int n_ = snprintf(err, err_len, "%s: ", path); \
-    if (n_ >= 0 && (size_t)n_ < err_len) snprintf(err + n_, err_len - n_, __VA_ARGS__); \
-    return -1;                                     \
-  } while (0)
+#define FAIL(...) return path_error(err, err_len, path, __VA_ARGS__)
   if (a == NULL) FAIL("node pointer is NULL");
   if (depth > kMaxDepth) FAIL("nested deeper than %d levels", kMaxDepth);
   if (a->release == NULL) FAIL("struct is released (release is NULL)");
