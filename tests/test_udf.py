@@ -200,6 +200,35 @@ def test_a_udf_that_raises_raises_on_the_cpu():
         ad.column(pa.array([1, 3])).apply(check)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_membership_in_constant_lists(device):
+    values = [59, 7, None, 980, 1027, 3]
+    col = on(device, pa.array(values, pa.int64()))
+    member = lambda x: x in [1027, 1000, 59, 980, 1027, 1000, 59, 980]  # noqa: E731
+    assert col.apply(member).to_pylist() == reference(member, values)
+    outside = lambda x: x not in (1.5, 3)  # noqa: E731
+    assert col.apply(outside).to_pylist() == reference(outside, values)
+    floats = on(device, pa.array([59.0, 59.5, None]))
+    assert floats.apply(member).to_pylist() == [True, False, None]
+
+
+def test_constant_sets_compile_to_a_compare_chain_without_a_gpu():
+    from numba import cuda
+    from numba.core import types
+
+    from arrowdev.udf.constant_sets import ConstantSet, with_constant_sets
+
+    member = lambda x: x in [1027, 1000, 59, 980, 1027, 1000, 59, 980]  # noqa: E731
+    rewritten = with_constant_sets(member)
+    assert any(isinstance(c, ConstantSet) for c in rewritten.__code__.co_consts)
+    assert rewritten(59) and not rewritten(5)  # same meaning in plain Python
+    ptx, result = cuda.compile_ptx(rewritten, (types.int64,), device=True, cc=kernels.CI_COMPUTE_CAPABILITY)
+    assert str(result) == "bool"
+    assert "bra" not in ptx.split("{", 1)[1]  # no loop: one comparison per distinct constant, no branch
+    untouched = lambda x: x + 1  # noqa: E731
+    assert with_constant_sets(untouched) is untouched
+
+
 # ---- the CUDA target's typing and lowering, without a GPU (numba.cuda.compile_ptx) ---------------
 
 CUDA_UDFS = [

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ArrowDevError
 from . import na
+from .constant_sets import with_constant_sets
 
 __all__ = ["UDFCompileError", "KernelSpec", "compile_kernel", "udf_result_type"]
 
@@ -129,15 +130,16 @@ def udf_result_type(f: Callable, spec: KernelSpec) -> Any:
         raise UDFCompileError(f"cannot compile {_describe(f)}: `raise` is not supported on the GPU "
                               "(numba-cuda does not report exceptions from kernels); return ad.NA instead")
     args = _numba_args(spec)
+    compiled = with_constant_sets(f)
     try:
         if spec.target == "cuda":
             from numba import cuda
 
-            _, result = cuda.compile_ptx(f, args, device=True, cc=_compute_capability())
+            _, result = cuda.compile_ptx(compiled, args, device=True, cc=_compute_capability())
         else:
             import numba
 
-            jitted = numba.njit(error_model="numpy")(f)
+            jitted = numba.njit(error_model="numpy")(compiled)
             jitted.compile(args)
             result = jitted.overloads[args].signature.return_type
     except Exception as e:  # numba's TypingError, UnsupportedError, LoweringError, ...
@@ -231,12 +233,12 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
     if spec.target == "cuda":
         from numba import cuda
 
-        namespace.update(cuda=cuda, udf=cuda.jit(device=True)(f))
+        namespace.update(cuda=cuda, udf=cuda.jit(device=True)(with_constant_sets(f)))
         kernel = cuda.jit(_exec(kernel_source(spec), namespace))
     else:
         import numba
 
-        namespace["udf"] = numba.njit(error_model="numpy")(f)
+        namespace["udf"] = numba.njit(error_model="numpy")(with_constant_sets(f))
         kernel = numba.njit(error_model="numpy")(_exec(kernel_source(spec), namespace))
     with _lock:
         _cache[key] = kernel
