@@ -102,16 +102,18 @@ class _Memory:
             warnings.simplefilter("ignore", NumbaPerformanceWarning)
             kernel[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
 
-    def pack_bits(self, flags: Any, count: int) -> tuple[int, Any, int]:
-        """(address, keep-alive, set bits) of the bitmap packing ``flags`` (one byte per row)."""
+    def pack_bits(self, flags: Any, count: int, count_ones: bool) -> tuple[int, Any, int]:
+        """(address, keep-alive, set bits or 0) of the bitmap packing ``flags`` (one byte per row, any
+        non-zero byte is a 1). Counting synchronises the GPU, so it is asked for validity only."""
         if self.gpu:
             with self.stream:
                 flags_cp = self.cp.asarray(flags)[:count]
-                packed = self.cp.packbits(flags_cp.astype(self.cp.bool_), bitorder="little")
-                ones = int(self.cp.count_nonzero(flags_cp))
+                packed = self.cp.packbits(flags_cp, bitorder="little")
+                ones = int(self.cp.count_nonzero(flags_cp)) if count_ones else 0
             return packed.data.ptr, packed, ones
-        packed = np.packbits(np.asarray(flags[:count]).astype(bool), bitorder="little")
-        return packed.ctypes.data, packed, int(np.count_nonzero(flags[:count]))
+        array = np.asarray(flags[:count])
+        packed = np.packbits(array, bitorder="little")
+        return packed.ctypes.data, packed, int(np.count_nonzero(array)) if count_ones else 0
 
     def unpack_validity(self, held: Any, count: int) -> Any:
         """One byte per row (1 = valid) of a chunk's validity."""
@@ -160,11 +162,11 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
     mem.launch(kernel, n, args)
     keep: list[Any] = [out_keep, [x.held for x in inputs]]
     if out_np is None:  # bool output: bytes -> bits
-        out_ptr, packed, _ = mem.pack_bits(out, pad + n)
+        out_ptr, packed, _ = mem.pack_bits(out, pad + n, count_ones=False)
         keep.append(packed)
     validity, null_count = 0, 0
     if mode == "aware":
-        validity, packed, valid_rows = mem.pack_bits(flags, n)
+        validity, packed, valid_rows = mem.pack_bits(flags, n, count_ones=True)
         keep.append(packed)
         null_count = n - valid_rows
     elif share:
@@ -174,7 +176,7 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
         combined = mem.unpack_validity(nullable[0].held, n)
         for x in nullable[1:]:
             combined = combined & mem.unpack_validity(x.held, n)
-        validity, packed, valid_rows = mem.pack_bits(combined, n)
+        validity, packed, valid_rows = mem.pack_bits(combined, n, count_ones=True)
         keep.append(packed)
         null_count = n - valid_rows
     del flags_keep
