@@ -15,6 +15,7 @@ after the kernel, like every other arrowdev device array.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import warnings
 from typing import Any, Callable
@@ -61,10 +62,18 @@ class _Memory:
 
             desc = {"shape": (count,), "typestr": np.dtype(dtype).str, "data": (address or 0, False),
                     "version": 3, "strides": None}
-            with cuda.gpus[self.device.id]:
-                return cuda.from_cuda_array_interface(desc, owner=owner, sync=False)
+            return cuda.from_cuda_array_interface(desc, owner=owner, sync=False)  # inside active()
         raw = (ctypes.c_char * (count * np.dtype(dtype).itemsize)).from_address(address)
         return np.frombuffer(raw, dtype=dtype)
+
+    def active(self) -> Any:
+        """The device's context, entered once around a chunk's views and launch (numba's context
+        push and pop cost more than the launch itself for small columns)."""
+        if not self.gpu:
+            return contextlib.nullcontext()
+        from numba import cuda
+
+        return cuda.gpus[self.device.id]
 
     def stand_in(self, dtype: np.dtype) -> Any:
         """A one-element array of ``dtype`` on this device, made once."""
@@ -97,7 +106,7 @@ class _Memory:
         from numba.cuda.core.errors import NumbaPerformanceWarning
 
         blocks = max(1, (n + _THREADS - 1) // _THREADS)
-        with cuda.gpus[self.device.id], warnings.catch_warnings():
+        with warnings.catch_warnings():
             # one thread per row: a small column gets a small grid, which numba warns about
             warnings.simplefilter("ignore", NumbaPerformanceWarning)
             kernel[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
@@ -143,6 +152,14 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
     spec = kernels.KernelSpec(base.inputs, mode, "bits" if out_np is None else out_np.str, target, *(window or (0, 0, False)))
     kernel = kernels.compile_kernel(f, spec)
     mem = _Memory(device, stream)
+    with mem.active():
+        return _run(kernel, inputs, mem, n, mode, nullable, arrow_out, out_np)
+
+
+def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nullable: list[_Input],
+         arrow_out: DataType, out_np: np.dtype | None) -> tuple[DataType, Any]:
+    """Launches one chunk's kernel and assembles its Arrow output (inside the device's context)."""
+    device = mem.device
     if mem.gpu:
         from ..cuda import runtime
 
