@@ -235,4 +235,10 @@ def test_device_to_device_between_gpus():
     g0 = ad.column(pa.array(["a", None, "ccc"] * 100)).to_device(0)
     g1 = g0.to_device(1)
     assert g1.device == ad.Device("cuda", 1)
+    assert all(b.device == ad.Device("cuda", 1) for b in g1.buffers)
     assert g1.to_pyarrow().equals(g0.to_pyarrow())
+    assert g1[1:5].to_device(0).to_pylist() == g0[1:5].to_pylist()  # sliced, back across
+    t1 = ad.table(TABLE).to_device(1)
+    assert t1.device == ad.Device("cuda", 1) and pa.table(t1).equals(TABLE)
+    doubled = t1["a"].apply(lambda x: x * 2)
+    assert doubled.device == ad.Device("cuda", 1) and doubled.to_pylist() == [2, 4, 6, None]
