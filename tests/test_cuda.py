@@ -195,7 +195,7 @@ def test_imports_wait_on_the_producer_event(cupy):
         cupy.cuda.runtime.deviceSynchronize()
         slow = cupy.cuda.Stream(non_blocking=True)
         kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
-        event = ad.cuda.runtime.SyncEvent(slow)
+        event = ad.cuda.runtime.SyncEvent(slow, 0)
         held = ad._capsules.build(n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
                                   keepalive=[out, event], sync_event=event.address)
         col = ad.ArrowColumn(ad.DataType.from_arrow(pa.int64()), [held])

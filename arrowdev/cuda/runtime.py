@@ -119,9 +119,11 @@ class SyncEvent:
 
     __slots__ = ("event", "_handle")
 
-    def __init__(self, stream: Any) -> None:
-        self.event = cupy().cuda.Event(disable_timing=True)
-        self.event.record(stream)
+    def __init__(self, stream: Any, device_id: int) -> None:
+        cp = cupy()
+        with cp.cuda.Device(device_id):  # an event belongs to the device it is made on: the stream's
+            self.event = cp.cuda.Event(disable_timing=True)
+            self.event.record(stream)
         self._handle = ctypes.c_void_p(self.event.ptr)
 
     @property

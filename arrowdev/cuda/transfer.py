@@ -169,7 +169,7 @@ class Transfer:
                 self._device_to_host()
             else:
                 self._device_to_device()
-        done = runtime.SyncEvent(self.stream)
+        done = runtime.SyncEvent(self.stream, self.gpu)
         memory.keep_until(done.event, staging, keep_sources)
         return done
 

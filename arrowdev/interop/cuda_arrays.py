@@ -67,7 +67,7 @@ def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
     event = None
     if cai.get("stream") is not None:  # the data is ready once this stream's work is done
         producer = runtime.external_stream(cai["stream"], device_id)
-        event = runtime.SyncEvent(producer)
+        event = runtime.SyncEvent(producer, device_id)
         keep.append(event)
     with cp.cuda.Device(device_id):
         validity, null_count = 0, 0

@@ -201,7 +201,7 @@ def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nul
     if mem.gpu:
         from ..cuda import runtime
 
-        event = runtime.SyncEvent(mem.stream)
+        event = runtime.SyncEvent(mem.stream, device.id)
         keep.append(event)
     held = _capsules.build(n, null_count, pad, [validity, out_ptr], [], device_type=device.code,
                            device_id=device.id, keepalive=keep, sync_event=event.address if event else None)
