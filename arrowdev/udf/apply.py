@@ -115,7 +115,7 @@ class _Memory:
         """(address, keep-alive, set bits or 0) of the bitmap packing ``flags`` (one byte per row, any
         non-zero byte is a 1). Counting synchronises the GPU, so it is asked for validity only."""
         if self.gpu:
-            with self.stream:
+            with self.cp.cuda.Device(self.device.id), self.stream:
                 flags_cp = self.cp.asarray(flags)[:count]
                 packed = self.cp.packbits(flags_cp, bitorder="little")
                 ones = int(self.cp.count_nonzero(flags_cp)) if count_ones else 0
@@ -130,7 +130,7 @@ class _Memory:
         bits = self.view(held.buffers[0] + first, end - first, np.uint8, held)
         start = held.offset - 8 * first
         if self.gpu:
-            with self.stream:
+            with self.cp.cuda.Device(self.device.id), self.stream:
                 return self.cp.unpackbits(self.cp.asarray(bits), bitorder="little")[start:start + count]
         return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
 
