@@ -77,6 +77,8 @@ def _nrt_counts() -> dict[str, int]:
         from numba.cuda.memory_management import rtsys
     except ImportError:
         return {}
+    if not getattr(rtsys, "_initialized", False):  # NRT never ran: nothing to count, and asking would
+        return {}                                   # initialise it (a device allocation of its own)
     try:
         stats = rtsys.get_allocation_stats()
     except Exception:  # NRT off, stats off, or never initialised: nothing to compare

@@ -15,8 +15,10 @@ import arrowdev as ad
 
 
 def _run(script: str, env: dict[str, str] | None = None, *args: str) -> str:
+    """Runs a script in a fresh interpreter, with numba's default memory manager unless ``env`` names one."""
+    inherited = {k: v for k, v in os.environ.items() if k != "NUMBA_CUDA_MEMORY_MANAGER"}
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True,
-                            timeout=300, env={**os.environ, **(env or {})})
+                            timeout=300, env={**inherited, **(env or {})})
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
