@@ -25,7 +25,7 @@ import numpy as np
 from .. import _capsules
 from ..types import DataType, Device
 from . import kernels
-from .types import element_dtype, output_types
+from .types import element_dtype, input_kind, output_types
 
 _THREADS = 256
 _STAND_INS: dict[tuple, Any] = {}
@@ -36,9 +36,27 @@ class _Input:
 
     def __init__(self, dtype: DataType, held: Any, null_count: int) -> None:
         self.held, self.null_count = held, null_count
-        self.np_dtype = element_dtype(dtype)
-        self.kind = "bits" if self.np_dtype is None else self.np_dtype.str
+        self.kind = input_kind(dtype)
+        self.np_dtype = None if self.kind == "bits" or self.kind.startswith("utf8") else np.dtype(self.kind)
         self.has_validity = null_count > 0 and bool(held.buffers[0])
+
+    def kernel_args(self, mem: _Memory, n: int) -> list[Any]:
+        """(data, validity, offset, extra) as the kernel takes them (see kernels._load)."""
+        held, offset = self.held, self.held.offset
+        extra: Any = np.int64(0)
+        if self.kind in ("utf8_32", "utf8_64"):
+            data = mem.view(held.buffers[1], offset + n + 1, np.int32 if self.kind == "utf8_32" else np.int64, held)
+            extra = np.int64(held.buffers[2])
+        elif self.kind == "utf8_view":
+            data = mem.view(held.buffers[1], 4 * (offset + n), np.int32, held)
+            extra = mem.constant_array(np.array([held.buffers[1], *held.buffers[2:-1]], dtype=np.int64))
+        elif self.np_dtype is None:
+            data = mem.view(held.buffers[1], (offset + n + 7) // 8, np.uint8, held)
+        else:
+            data = mem.view(held.buffers[1], offset + n, self.np_dtype, held)
+        validity = held.buffers[0] if self.has_validity else 0
+        return [data, mem.view(validity, (offset + n + 7) // 8 if validity else 1, np.uint8, held), np.int64(offset),
+                extra]
 
 
 class _Memory:
@@ -74,6 +92,14 @@ class _Memory:
         from numba import cuda
 
         return cuda.gpus[self.device.id]
+
+    def constant_array(self, values: np.ndarray) -> Any:
+        """A small array of ``values`` on this device (string_view buffer addresses)."""
+        if not self.gpu:
+            return values
+        with self.cp.cuda.Device(self.device.id), self.stream:
+            on_device = self.cp.asarray(values)
+        return self.view(on_device.data.ptr, len(values), values.dtype, on_device)
 
     def stand_in(self, dtype: np.dtype) -> Any:
         """A one-element array of ``dtype`` on this device, made once."""
@@ -170,12 +196,7 @@ def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nul
     flags, _, flags_keep = mem.new(n, np.uint8) if mode == "aware" else (mem.stand_in(np.uint8), 0, None)
     args: list[Any] = [pad, out, flags]
     for x in inputs:
-        data_dtype = np.uint8 if x.np_dtype is None else x.np_dtype
-        data_count = (x.held.offset + n + 7) // 8 if x.np_dtype is None else x.held.offset + n
-        args.append(mem.view(x.held.buffers[1], data_count, data_dtype, x.held))
-        validity = x.held.buffers[0] if x.has_validity else 0
-        args.append(mem.view(validity, (x.held.offset + n + 7) // 8 if validity else 1, np.uint8, x.held))
-        args.append(np.int64(x.held.offset))
+        args.extend(x.kernel_args(mem, n))
     mem.launch(kernel, n, args)
     keep: list[Any] = [out_keep, [x.held for x in inputs]]
     if out_np is None:  # bool output: bytes -> bits
@@ -234,7 +255,7 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
         out_dtype, held = run_chunk(f, inputs, device, null_aware, wanted, stream, window)
         outputs.append(held)
     if out_dtype is None:  # no chunks: the output type still comes from the UDF's typing
-        inputs_spec = tuple(("bits" if element_dtype(c.type) is None else element_dtype(c.type).str, False) for c in columns)
+        inputs_spec = tuple((input_kind(c.type), False) for c in columns)
         target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
         result = kernels.udf_result_type(f, kernels.KernelSpec(inputs_spec, "none", "", target, *(window or (0, 0, False))))
         out_dtype = output_types(result, wanted)[0]

@@ -32,7 +32,10 @@ class Rolling:
         from ..column import ArrowColumn
         from .apply import apply_columns
 
+        from .types import element_dtype
+
         col = self.column
+        element_dtype(col.type)  # windows are numeric or bool: anything else is refused here
         if col.num_chunks > 1:
             held, _ = col._one_array()
             col = ArrowColumn(col.type, [held])

@@ -26,15 +26,26 @@ class UnsupportedTypeError(TypeError):
     """A column type a numeric UDF cannot take or make."""
 
 
+# string storage -> the input kind kernels know it by (see kernels.kernel_source)
+STRING_KINDS = {"string": "utf8_32", "large_string": "utf8_64", "string_view": "utf8_view"}
+
+
+def input_kind(dtype: DataType) -> str:
+    """How a kernel reads an input column: a NumPy dtype string, 'bits' (bool) or a string kind."""
+    if dtype.value_type is None and dtype.storage_id in STRING_KINDS:
+        return STRING_KINDS[dtype.storage_id]
+    np_dtype = element_dtype(dtype)
+    return "bits" if np_dtype is None else np_dtype.str
+
+
 def element_dtype(dtype: DataType) -> np.dtype | None:
-    """The NumPy dtype a kernel reads an input column as; None for bool (bits)."""
+    """The NumPy dtype a kernel reads a numeric input column as; None for bool (bits)."""
     storage = dtype.storage_id
     if storage == "bool":
         return None
     if storage in _ELEMENTS and dtype.value_type is None:
         return np.dtype(_ELEMENTS[storage])
-    hint = " (string UDFs are separate work)" if storage in ("string", "large_string", "string_view") else ""
-    raise UnsupportedTypeError(f"expected a numeric, bool or temporal column for a UDF, got {dtype}{hint}")
+    raise UnsupportedTypeError(f"expected a numeric, bool, temporal or string column for a UDF, got {dtype}")
 
 
 def output_types(result_type, out_type: DataType | None) -> tuple[DataType, np.dtype | None]:
@@ -52,5 +63,8 @@ def output_types(result_type, out_type: DataType | None) -> tuple[DataType, np.d
     if isinstance(result_type, (types.Integer, types.Float)):
         np_dtype = np.dtype(str(result_type))
         return DataType.from_arrow(pa.from_numpy_dtype(np_dtype)), np_dtype
+    if str(result_type).startswith(("StringView", "Utf8Constant")):
+        raise UnsupportedTypeError("the UDF returns a string; UDFs that return strings need managed strings, "
+                                   "which are not built yet: return a number or a bool")
     raise UnsupportedTypeError(f"the UDF returns {result_type}; expected a number or a bool "
                                "(or ad.NA); pass out_type= to choose the output type")

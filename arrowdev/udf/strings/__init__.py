@@ -1,0 +1,70 @@
+"""String UDFs: device strings read in place, and the string operations numba compiles for them.
+
+A row of a ``string``, ``large_string`` or ``string_view`` column reaches a UDF as a ``StringView``: a
+pointer into the column's own buffers and a byte count, no copy. What a UDF can do with it today
+(equal to Python's ``str`` on every valid UTF-8 input, non-ASCII included):
+
+- ``len(s)`` (code points); ``==`` ``!=`` ``<`` ``<=`` ``>`` ``>=`` with another string or a literal;
+  ``"sub" in s``; ``s.startswith(x)``, ``s.endswith(x)``, ``s.find(x)``, ``s.rfind(x)``, ``s.count(x)``
+  with ``x`` a string column value or a literal.
+- Nulls as for numbers: a null row gives a null result, or ``ad.NA`` in null-aware UDFs.
+
+Results are numbers or bools. UDFs that make new strings (``upper``, ``+``, ``replace``, ...) need managed
+strings, the next step of this subsystem (docs/strings.md).
+
+Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``models`` (data models),
+``typing`` (signatures), ``lowering`` (code), ``literals`` (the front-end step for string constants).
+Each registers with both targets, numba's CPU target and numba-cuda's CUDA target.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+from .literals import Utf8Constant, with_string_constants
+
+__all__ = ["Utf8Constant", "intrinsics", "with_string_constants"]
+
+
+def _cpu_target() -> SimpleNamespace:
+    import numba.extending as api
+    from numba.core import cgutils
+    from numba.core.imputils import lower_constant
+    from numba.core.typing import templates
+
+    return SimpleNamespace(name="cpu", typeof_impl=api.typeof_impl, type_callable=api.type_callable,
+                           infer_getattr=api.infer_getattr, register_model=api.register_model, models=api.models,
+                           lower_builtin=api.lower_builtin, lower_constant=lower_constant,
+                           intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
+
+
+def _cuda_target() -> SimpleNamespace | None:
+    try:
+        import numba.cuda.extending as api
+        from numba.cuda import cgutils
+        from numba.cuda.core.imputils import lower_constant
+        from numba.cuda.typing import templates
+    except ImportError:
+        return None
+    return SimpleNamespace(name="cuda", typeof_impl=api.typeof_impl, type_callable=api.type_callable,
+                           infer_getattr=api.infer_getattr, register_model=api.register_model,
+                           models=api.core_models, lower_builtin=api.lower_builtin, lower_constant=lower_constant,
+                           intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
+
+
+@functools.lru_cache(maxsize=None)
+def intrinsics() -> dict[str, dict[str, Any]]:
+    """Registers the string types and operations with every available target (once); returns each
+    target's intrinsics by target name ('cpu', 'cuda')."""
+    from .lowering import register_lowering
+    from .models import register_models
+    from .typing import register_typing
+
+    out = {}
+    for target in filter(None, (_cpu_target(), _cuda_target())):
+        register_models(target)
+        register_typing(target)
+        out[target.name] = register_lowering(target)
+    return out

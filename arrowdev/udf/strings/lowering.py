@@ -1,0 +1,231 @@
+"""Lowering of string operations, for one numba target at a time.
+
+Two intrinsics reach memory: ``byte_at(s, i)`` and ``size_of(s)``; a literal is lowered to a module
+constant of its bytes, with the same ``{data, size}`` layout as a view. Every operation is then plain
+Python over bytes (``context.compile_internal``), written once for views and literals. All of them are
+exact on valid UTF-8: code points never straddle a match, byte order is code point order, and a
+character index is the number of non-continuation bytes before a byte index.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from .types import string_types
+
+
+def chars_before(s, end):  # noqa: D103 - stubs: numba calls their registered lowering
+    raise NotImplementedError("compiled only")
+
+
+def matches_at(s, sub, at):  # noqa: D103
+    raise NotImplementedError("compiled only")
+
+
+def find_byte(s, sub):  # noqa: D103
+    raise NotImplementedError("compiled only")
+
+
+def rfind_byte(s, sub):  # noqa: D103
+    raise NotImplementedError("compiled only")
+
+
+def compare(a, b):  # noqa: D103
+    raise NotImplementedError("compiled only")
+
+
+def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]], dict[str, Any]]:
+    """(helpers: stub -> (result type name, implementation), operations: name -> implementation), as
+    Python over the two intrinsics and the helper stubs. Helpers are stubs with lowerings of their own
+    rather than jitted functions: numba-cuda compiles a called device function for the current GPU, and
+    CI has none; a lowering compiles inside the caller."""
+
+    def chars_before_impl(s, end):
+        n = 0
+        for k in range(end):
+            if (byte_at(s, k) & 0xC0) != 0x80:
+                n += 1
+        return n
+
+    def matches_at_impl(s, sub, at):
+        for k in range(size_of(sub)):
+            if byte_at(s, at + k) != byte_at(sub, k):
+                return False
+        return True
+
+    def find_byte_impl(s, sub):
+        for at in range(size_of(s) - size_of(sub) + 1):
+            if matches_at(s, sub, at):
+                return at
+        return -1
+
+    def rfind_byte_impl(s, sub):
+        at = size_of(s) - size_of(sub)
+        while at >= 0:
+            if matches_at(s, sub, at):
+                return at
+            at -= 1
+        return -1
+
+    def compare_impl(a, b):
+        for k in range(min(size_of(a), size_of(b))):
+            x, y = byte_at(a, k), byte_at(b, k)
+            if x != y:
+                return -1 if x < y else 1
+        return (size_of(a) > size_of(b)) - (size_of(a) < size_of(b))
+
+    def length(s):
+        return chars_before(s, size_of(s))
+
+    def eq(a, b):
+        return size_of(a) == size_of(b) and compare(a, b) == 0
+
+    def ne(a, b):
+        return not (size_of(a) == size_of(b) and compare(a, b) == 0)
+
+    def lt(a, b):
+        return compare(a, b) < 0
+
+    def le(a, b):
+        return compare(a, b) <= 0
+
+    def gt(a, b):
+        return compare(a, b) > 0
+
+    def ge(a, b):
+        return compare(a, b) >= 0
+
+    def startswith(s, prefix):
+        return size_of(s) >= size_of(prefix) and matches_at(s, prefix, 0)
+
+    def endswith(s, suffix):
+        return size_of(s) >= size_of(suffix) and matches_at(s, suffix, size_of(s) - size_of(suffix))
+
+    def find(s, sub):
+        at = find_byte(s, sub)
+        return -1 if at < 0 else chars_before(s, at)
+
+    def rfind(s, sub):
+        at = rfind_byte(s, sub)
+        return -1 if at < 0 else chars_before(s, at)
+
+    def count(s, sub):
+        if size_of(sub) == 0:
+            return chars_before(s, size_of(s)) + 1
+        n, at, last = 0, 0, size_of(s) - size_of(sub)
+        while at <= last:
+            if matches_at(s, sub, at):
+                n += 1
+                at += size_of(sub)
+            else:
+                at += 1
+        return n
+
+    def contains(s, sub):
+        return find_byte(s, sub) >= 0
+
+    helpers = {chars_before: ("int64", chars_before_impl), matches_at: ("boolean", matches_at_impl),
+               find_byte: ("int64", find_byte_impl), rfind_byte: ("int64", rfind_byte_impl),
+               compare: ("int64", compare_impl)}
+    operations = {"len": length, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+                  "startswith": startswith, "endswith": endswith, "find": find, "rfind": rfind, "count": count,
+                  "contains": contains}
+    return helpers, operations
+
+
+COMPARISONS = {operator.eq: "eq", operator.ne: "ne", operator.lt: "lt", operator.le: "le", operator.gt: "gt",
+               operator.ge: "ge"}
+METHODS = ("startswith", "endswith", "find", "rfind", "count")
+
+
+def register_lowering(target: Any) -> dict[str, Any]:
+    """Registers the constant, the intrinsics and every operation with one target; returns the
+    intrinsics (the kernels build views with ``make_view``)."""
+    from llvmlite import ir
+    from numba.core import types
+
+    StringView, string_view, Utf8ConstantType = string_types()
+    cgutils = target.cgutils
+    stringlike = (StringView, Utf8ConstantType)
+
+    @target.lower_constant(Utf8ConstantType)
+    def _constant(context, builder, ty, value):
+        data = bytearray(ty.data) or bytearray(b"\0")
+        array = cgutils.global_constant(builder.module, f"arrowdev_utf8_{abs(hash(ty.data)):x}_{len(ty.data)}",
+                                        ir.Constant(ir.ArrayType(ir.IntType(8), len(data)), data))
+        view = cgutils.create_struct_proxy(ty)(context, builder)
+        view.data = builder.bitcast(array, ir.IntType(8).as_pointer())
+        view.size = context.get_constant(types.int64, len(ty.data))
+        return view._getvalue()
+
+    @target.intrinsic
+    def make_view(typingctx, address, size):
+        def codegen(context, builder, sig, args):
+            view = cgutils.create_struct_proxy(string_view)(context, builder)
+            view.data = builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+            view.size = args[1]
+            return view._getvalue()
+
+        return string_view(types.int64, types.int64), codegen
+
+    @target.intrinsic
+    def byte_at(typingctx, s, index):
+        if not isinstance(s, stringlike):
+            return None
+
+        def codegen(context, builder, sig, args):
+            view = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+            return builder.zext(builder.load(builder.gep(view.data, [args[1]])), ir.IntType(64))
+
+        return types.int64(s, types.int64), codegen
+
+    @target.intrinsic
+    def size_of(typingctx, s):
+        if not isinstance(s, stringlike):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0]).size
+
+        return types.int64(s), codegen
+
+    helpers, impls = _utf8_impls(byte_at, size_of)
+
+    def lower_with(impl):
+        def lower(context, builder, sig, args):
+            return context.compile_internal(builder, impl, sig, args)
+
+        return lower
+
+    for stub, (result, impl) in helpers.items():
+        _register_helper(target, stub, getattr(types, result), stringlike, lower_with(impl))
+
+    for left in stringlike:
+        target.lower_builtin(len, left)(lower_with(impls["len"]))
+        for right in stringlike:
+            for op, name in COMPARISONS.items():
+                target.lower_builtin(op, left, right)(lower_with(impls[name]))
+            target.lower_builtin(operator.contains, left, right)(lower_with(impls["contains"]))
+    for name in METHODS:
+        for right in stringlike:
+            target.lower_builtin(f"StringView.{name}", StringView, right)(lower_with(impls[name]))
+    return {"make_view": make_view}
+
+
+def _register_helper(target: Any, stub: Any, result: Any, stringlike: tuple, lower: Any) -> None:
+    """Typing and lowering of one helper stub (its first argument is a string)."""
+    from numba.core import types
+
+    if stub.__code__.co_argcount == 2:
+        def typer_for(context):
+            def typer(a, b):
+                return result if isinstance(a, stringlike) else None
+            return typer
+    else:
+        def typer_for(context):
+            def typer(a, b, c):
+                return result if isinstance(a, stringlike) else None
+            return typer
+    target.type_callable(stub)(typer_for)
+    target.lower_builtin(stub, *([types.Any] * stub.__code__.co_argcount))(lower)

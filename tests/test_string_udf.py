@@ -1,0 +1,143 @@
+"""String UDFs that read strings in place and return numbers or bools: every operation against Python's
+``str`` applied row by row, on string, large_string and string_view columns, CPU and GPU."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrowdev as ad
+from arrowdev.udf import kernels
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+STRING_TYPES = [pa.string(), pa.large_string(), pa.string_view()]
+
+# ASCII, Latin, CJK and emoji text, empty strings, inline (<= 12 bytes) and out-of-line views, nulls
+WORDS = ["", "a", "ab", "abc", "abab", "xaby", "café", "naïve façade", "日本語のテキスト", "emoji 🎉🎉 ok",
+         "ÉCOLE", "aaaa", "b", "ba", "abcabcabcabcabc", None, "tail ab", "🎉", "ab🎉ab", "  spaced  "]
+
+UDFS = {
+    "len": lambda s: len(s),
+    "eq": lambda s: s == "ab",
+    "ne": lambda s: s != "café",
+    "lt": lambda s: s < "b",
+    "ge": lambda s: s >= "ab🎉",
+    "in": lambda s: "ab" in s,
+    "in_emoji": lambda s: "🎉" in s,
+    "startswith": lambda s: s.startswith("ab"),
+    "endswith": lambda s: s.endswith("é"),
+    "find": lambda s: s.find("a"),
+    "rfind": lambda s: s.rfind("ab"),
+    "find_cjk": lambda s: s.find("テ"),
+    "count": lambda s: s.count("ab"),
+    "count_empty": lambda s: s.count(""),
+    "combined": lambda s: len(s) * 10 + (1 if s.startswith("a") else 0) + s.count("a"),
+}
+
+
+def on(device: str, arr) -> ad.ArrowColumn:
+    col = ad.column(arr)
+    return col.to_device() if device == "cuda" else col
+
+
+def reference(f, values):
+    return [None if v is None else f(v) for v in values]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("arrow_type", STRING_TYPES, ids=str)
+@pytest.mark.parametrize("name", list(UDFS))
+def test_each_operation_equals_python_str(device, arrow_type, name):
+    f = UDFS[name]
+    col = on(device, pa.array(WORDS, arrow_type))
+    assert col.apply(f).to_pylist() == reference(f, WORDS)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("arrow_type", STRING_TYPES, ids=str)
+def test_sliced_and_chunked_strings(device, arrow_type):
+    arr = pa.array(WORDS * 3, arrow_type).slice(5, 37)
+    col = on(device, pa.chunked_array([arr.slice(0, 13), arr.slice(13)]))
+    f = UDFS["combined"]
+    assert col.apply(f).to_pylist() == reference(f, arr.to_pylist())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_strings_from_two_columns_and_numbers(device):
+    names = pa.array(["ann", "bob", None, "日本", "ann"])
+    others = pa.array(["ann", "bo", "x", "日本語", None], pa.string_view())
+    n = pa.array([1, 5, 2, 7, 3])
+    tbl = ad.table({"a": names, "b": others, "n": n})
+    if device == "cuda":
+        tbl = tbl.to_device()
+    same = tbl.apply(lambda a, b: a == b, columns=["a", "b"])
+    assert same.to_pylist() == [True, False, None, False, None]
+    order = tbl.apply(lambda a, b: b.startswith(a) or a < b, columns=["a", "b"])
+    assert order.to_pylist() == [True, False, None, True, None]
+    mixed = tbl.apply(lambda a, n: len(a) + n if a.find("n") >= 0 else -n, columns=["a", "n"])
+    assert mixed.to_pylist() == [4, -5, None, -7, 6]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_null_aware_strings(device):
+    col = on(device, pa.array(["x", None, "yy"]))
+    out = col.apply(lambda s: -1 if s is ad.NA else len(s), null_aware=True)
+    assert out.to_pylist() == [1, -1, 2]
+
+
+def test_returning_a_string_is_a_clear_error_for_now():
+    with pytest.raises(TypeError, match="managed strings"):
+        ad.column(pa.array(["a"])).apply(lambda s: s)
+
+
+def test_string_literals_keep_their_meaning_in_python():
+    from arrowdev.udf.strings import Utf8Constant, with_string_constants
+
+    def udf(s):
+        """A docstring stays a docstring."""
+        return s.startswith("ab") and "é" in s
+
+    rewritten = with_string_constants(udf)
+    assert rewritten.__doc__ == udf.__doc__
+    assert any(isinstance(c, Utf8Constant) for c in rewritten.__code__.co_consts)
+    assert rewritten("abé") and not rewritten("xé")
+
+
+@pytest.mark.parametrize("name", list(UDFS))
+@pytest.mark.parametrize("kind", ["utf8_32", "utf8_64", "utf8_view"])
+def test_cuda_typing_and_lowering_without_a_gpu(name, kind):
+    spec = kernels.KernelSpec(((kind, True),), "propagate", "", "cuda")
+    assert kernels.udf_result_type(UDFS[name], spec) is not None
+    aware = kernels.KernelSpec(((kind, True),), "aware", "", "cuda")
+    assert str(kernels.udf_result_type(lambda s: -1 if s is ad.NA else s.count("é"), aware)) == "int64"
+
+
+text = st.one_of(st.none(), st.text(alphabet=st.sampled_from(list("abé日本🎉 xyz")), max_size=20))
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(text, max_size=40), needle=st.sampled_from(["a", "ab", "é", "日本", "🎉", "xyz", ""]),
+       type_index=st.integers(0, 2))
+def test_property_cpu(values, needle, type_index):
+    _check_property("cpu", values, needle, STRING_TYPES[type_index])
+
+
+@pytest.mark.gpu
+@settings(max_examples=20, deadline=None)
+@given(values=st.lists(text, max_size=40), needle=st.sampled_from(["ab", "é", "🎉"]), type_index=st.integers(0, 2))
+def test_property_gpu(values, needle, type_index):
+    _check_property("cuda", values, needle, STRING_TYPES[type_index])
+
+
+def _check_property(device, values, needle, arrow_type):
+    col = on(device, pa.array(values, arrow_type))
+    udfs = [
+        lambda s: len(s),
+        lambda s: s.count(needle) + s.find(needle) * 100 + s.rfind(needle) * 10_000,  # a captured string
+        lambda s: s.startswith(needle) != s.endswith(needle),
+        lambda s: (needle in s) == (s < needle),
+    ]
+    for f in udfs:
+        assert col.apply(f).to_pylist() == reference(f, values)
