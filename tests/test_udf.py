@@ -181,7 +181,9 @@ def test_unsupported_constructs_name_the_udf_and_line():
 
 
 def test_unsupported_types_are_clear_errors():
-    with pytest.raises(TypeError, match="expected a numeric, bool or temporal column"):
+    with pytest.raises(TypeError, match="expected a numeric, bool, temporal or string column"):
+        ad.column(pa.array([[1]])).apply(lambda s: s)
+    with pytest.raises(TypeError, match="managed strings"):
         ad.column(pa.array(["a"])).apply(lambda s: s)
     with pytest.raises(TypeError, match="expected a function"):
         ad.column(pa.array([1])).apply(3)
