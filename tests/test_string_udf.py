@@ -35,6 +35,13 @@ UDFS = {
     "count_empty": lambda s: s.count(""),
     "combined": lambda s: len(s) * 10 + (1 if s.startswith("a") else 0) + s.count("a"),
 }
+PREDICATES = ["isalpha", "isalnum", "isdecimal", "isdigit", "isnumeric", "isspace", "isupper", "islower",
+              "istitle"]
+UDFS.update({name: eval(f"lambda s: s.{name}()") for name in PREDICATES})  # noqa: S307 - fixed names
+
+# characters whose properties are stable across Unicode versions: the tables record the generator's version
+TRICKY = ["abc", "ABC", "Abc Def", "Abc def", "123", "١٢٣", "½", "²", " \t\n", "ǅungla", "Ǆ", "ǆ", "ΑΒΓ", "ßtraße",
+          "A1B", "x²", "Hello World!", "hELLO", "日本", "٣x", "Ⅻ", "ⅻ", "\u2003", "İstanbul", "ﬁ", "Σίσυφος"]
 
 
 def on(device: str, arr) -> ad.ArrowColumn:
@@ -85,6 +92,26 @@ def test_null_aware_strings(device):
     col = on(device, pa.array(["x", None, "yy"]))
     out = col.apply(lambda s: -1 if s is ad.NA else len(s), null_aware=True)
     assert out.to_pylist() == [1, -1, 2]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", PREDICATES)
+def test_unicode_predicates_equal_python_str(device, name):
+    f = UDFS[name]
+    col = on(device, pa.array(TRICKY + [None, ""]))
+    assert col.apply(f).to_pylist() == reference(f, TRICKY + [None, ""])
+
+
+def test_unicode_tables_are_what_the_generator_makes():
+    import unicodedata
+
+    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
+
+    if unicodedata.unidata_version != unicode_tables.UNICODE_VERSION:
+        pytest.skip("this Python's Unicode differs from the tables' (regenerate to move versions)")
+    for name, predicate in gen_unicode_tables.PREDICATES.items():
+        flat = tuple(v for pair in gen_unicode_tables.ranges(predicate) for v in pair)
+        assert getattr(unicode_tables, name) == flat, name
 
 
 def test_returning_a_string_is_a_clear_error_for_now():

@@ -35,6 +35,19 @@ def compare(a, b):  # noqa: D103
     raise NotImplementedError("compiled only")
 
 
+def code_point_at(s, at):  # noqa: D103
+    raise NotImplementedError("compiled only")
+
+
+def in_ranges(code, table):  # noqa: D103 - table: flat (first, last) pairs, sorted
+    raise NotImplementedError("compiled only")
+
+
+def _width(lead):
+    """Bytes of the UTF-8 sequence that starts with byte ``lead``."""
+    return 1 if lead < 0x80 else (2 if lead < 0xE0 else (3 if lead < 0xF0 else 4))
+
+
 def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]], dict[str, Any]]:
     """(helpers: stub -> (result type name, implementation), operations: name -> implementation), as
     Python over the two intrinsics and the helper stubs. Helpers are stubs with lowerings of their own
@@ -125,18 +138,108 @@ def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]],
     def contains(s, sub):
         return find_byte(s, sub) >= 0
 
+    def code_point_at_impl(s, at):
+        lead = byte_at(s, at)
+        if lead < 0x80:
+            return lead
+        if lead < 0xE0:
+            return ((lead & 0x1F) << 6) | (byte_at(s, at + 1) & 0x3F)
+        if lead < 0xF0:
+            return ((lead & 0x0F) << 12) | ((byte_at(s, at + 1) & 0x3F) << 6) | (byte_at(s, at + 2) & 0x3F)
+        return (((lead & 0x07) << 18) | ((byte_at(s, at + 1) & 0x3F) << 12) | ((byte_at(s, at + 2) & 0x3F) << 6)
+                | (byte_at(s, at + 3) & 0x3F))
+
     helpers = {chars_before: ("int64", chars_before_impl), matches_at: ("boolean", matches_at_impl),
                find_byte: ("int64", find_byte_impl), rfind_byte: ("int64", rfind_byte_impl),
-               compare: ("int64", compare_impl)}
+               compare: ("int64", compare_impl), code_point_at: ("int64", code_point_at_impl)}
     operations = {"len": length, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
                   "startswith": startswith, "endswith": endswith, "find": find, "rfind": rfind, "count": count,
                   "contains": contains}
+    operations.update(_predicate_impls(byte_at, size_of))
     return helpers, operations
+
+
+# isalpha, isalnum, isdecimal, isdigit, isnumeric, isspace: not empty, and every character in the table
+_EVERY_SOURCE = """
+def {name}(s):
+    n = size_of(s)
+    if n == 0:
+        return False
+    at = 0
+    while at < n:
+        if not in_ranges(code_point_at(s, at), {table}):
+            return False
+        at += _width_of(byte_at(s, at))
+    return True
+"""
+_EVERY = {"isalpha": "ALPHA", "isalnum": "ALNUM", "isdecimal": "DECIMAL", "isdigit": "DIGIT",
+          "isnumeric": "NUMERIC", "isspace": "SPACE"}
+
+_CASED_SOURCE = """
+def isupper(s):  # no lowercase or titlecase character, and at least one uppercase one
+    cased, at = False, 0
+    while at < size_of(s):
+        code = code_point_at(s, at)
+        if in_ranges(code, LOWER) or in_ranges(code, TITLE):
+            return False
+        cased = cased or in_ranges(code, UPPER)
+        at += _width_of(byte_at(s, at))
+    return cased
+
+def islower(s):
+    cased, at = False, 0
+    while at < size_of(s):
+        code = code_point_at(s, at)
+        if in_ranges(code, UPPER) or in_ranges(code, TITLE):
+            return False
+        cased = cased or in_ranges(code, LOWER)
+        at += _width_of(byte_at(s, at))
+    return cased
+
+def istitle(s):  # upper/titlecase only after uncased characters, lowercase only after cased ones
+    cased, previous_cased, at = False, False, 0
+    while at < size_of(s):
+        code = code_point_at(s, at)
+        if in_ranges(code, UPPER) or in_ranges(code, TITLE):
+            if previous_cased:
+                return False
+            previous_cased = cased = True
+        elif in_ranges(code, LOWER):
+            if not previous_cased:
+                return False
+            previous_cased = cased = True
+        else:
+            previous_cased = False
+        at += _width_of(byte_at(s, at))
+    return cased
+"""
+
+
+def _predicate_impls(byte_at: Any, size_of: Any) -> dict[str, Any]:
+    """``isalpha`` ... ``istitle`` with CPython's rules over the generated per-character tables. They are
+    compiled from source in a namespace of their own so that the tables are globals (numba freezes global
+    arrays as constants; closure arrays would break numba's internal-function cache)."""
+    import numpy as np
+
+    from . import unicode_tables as tables
+
+    namespace: dict[str, Any] = {"byte_at": byte_at, "size_of": size_of, "code_point_at": code_point_at,
+                                 "in_ranges": in_ranges, "_width_of": _width_of}
+    for name in ("ALPHA", "ALNUM", "DECIMAL", "DIGIT", "NUMERIC", "SPACE", "UPPER", "LOWER", "TITLE"):
+        namespace[name] = np.array(getattr(tables, name), dtype=np.int64)
+    source = "".join(_EVERY_SOURCE.format(name=name, table=table) for name, table in _EVERY.items()) + _CASED_SOURCE
+    exec(compile(source, "<arrowdev string predicates>", "exec"), namespace)
+    return {name: namespace[name] for name in PREDICATES}
+
+
+def _width_of(lead):  # noqa: D103 - stub: lowered as _width
+    raise NotImplementedError("compiled only")
 
 
 COMPARISONS = {operator.eq: "eq", operator.ne: "ne", operator.lt: "lt", operator.le: "le", operator.gt: "gt",
                operator.ge: "ge"}
 METHODS = ("startswith", "endswith", "find", "rfind", "count")
+PREDICATES = ("isalpha", "isalnum", "isdecimal", "isdigit", "isnumeric", "isspace", "isupper", "islower", "istitle")
 
 
 def register_lowering(target: Any) -> dict[str, Any]:
@@ -200,6 +303,7 @@ def register_lowering(target: Any) -> dict[str, Any]:
 
     for stub, (result, impl) in helpers.items():
         _register_helper(target, stub, getattr(types, result), stringlike, lower_with(impl))
+    _register_number_helpers(target, lower_with)
 
     for left in stringlike:
         target.lower_builtin(len, left)(lower_with(impls["len"]))
@@ -210,6 +314,8 @@ def register_lowering(target: Any) -> dict[str, Any]:
     for name in METHODS:
         for right in stringlike:
             target.lower_builtin(f"StringView.{name}", StringView, right)(lower_with(impls[name]))
+    for name in PREDICATES:
+        target.lower_builtin(f"StringView.{name}", StringView)(lower_with(impls[name]))
     return {"make_view": make_view}
 
 
@@ -229,3 +335,37 @@ def _register_helper(target: Any, stub: Any, result: Any, stringlike: tuple, low
             return typer
     target.type_callable(stub)(typer_for)
     target.lower_builtin(stub, *([types.Any] * stub.__code__.co_argcount))(lower)
+
+
+def _in_ranges_impl(code, table):
+    low, high = 0, len(table) // 2 - 1
+    while low <= high:
+        middle = (low + high) // 2
+        if code < table[2 * middle]:
+            high = middle - 1
+        elif code > table[2 * middle + 1]:
+            low = middle + 1
+        else:
+            return True
+    return False
+
+
+def _register_number_helpers(target: Any, lower_with: Any) -> None:
+    """``in_ranges(code, table)`` (binary search over flat sorted ranges) and ``_width_of(lead)``."""
+    from numba.core import types
+
+    @target.type_callable(in_ranges)
+    def _type_in_ranges(context):
+        def typer(code, table):
+            return types.boolean if isinstance(table, types.Array) else None
+        return typer
+
+    target.lower_builtin(in_ranges, types.Any, types.Any)(lower_with(_in_ranges_impl))
+
+    @target.type_callable(_width_of)
+    def _type_width(context):
+        def typer(lead):
+            return types.int64
+        return typer
+
+    target.lower_builtin(_width_of, types.Any)(lower_with(_width))

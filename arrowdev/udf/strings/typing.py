@@ -12,7 +12,7 @@ import operator
 from typing import Any
 
 from .literals import Utf8Constant
-from .lowering import COMPARISONS, METHODS
+from .lowering import COMPARISONS, METHODS, PREDICATES
 from .types import string_types
 
 _RESULTS = {"startswith": "boolean", "endswith": "boolean", "find": "int64", "rfind": "int64", "count": "int64"}
@@ -60,4 +60,14 @@ def register_typing(target: Any) -> None:
 
     for name in METHODS:
         method(name)
+
+    def predicate(name: str) -> None:
+        def resolve(self, s, args, kws):
+            if not args and not kws:
+                return templates.signature(types.boolean)
+
+        setattr(StringViewAttributes, f"resolve_{name}", templates.bound_function(f"StringView.{name}")(resolve))
+
+    for name in PREDICATES:
+        predicate(name)
     target.infer_getattr(StringViewAttributes)
