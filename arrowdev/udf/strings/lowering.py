@@ -175,27 +175,21 @@ def {name}(s):
 _EVERY = {"isalpha": "ALPHA", "isalnum": "ALNUM", "isdecimal": "DECIMAL", "isdigit": "DIGIT",
           "isnumeric": "NUMERIC", "isspace": "SPACE"}
 
+# isupper / islower: no character of the opposite case or titlecase, and at least one of this case
 _CASED_SOURCE = """
-def isupper(s):  # no lowercase or titlecase character, and at least one uppercase one
+def {name}(s):
     cased, at = False, 0
     while at < size_of(s):
         code = code_point_at(s, at)
-        if in_ranges(code, LOWER) or in_ranges(code, TITLE):
+        if in_ranges(code, {opposite}) or in_ranges(code, TITLE):
             return False
-        cased = cased or in_ranges(code, UPPER)
+        cased = cased or in_ranges(code, {same})
         at += _width_of(byte_at(s, at))
     return cased
+"""
+_CASED = {"isupper": ("UPPER", "LOWER"), "islower": ("LOWER", "UPPER")}
 
-def islower(s):
-    cased, at = False, 0
-    while at < size_of(s):
-        code = code_point_at(s, at)
-        if in_ranges(code, UPPER) or in_ranges(code, TITLE):
-            return False
-        cased = cased or in_ranges(code, LOWER)
-        at += _width_of(byte_at(s, at))
-    return cased
-
+_TITLE_SOURCE = """
 def istitle(s):  # upper/titlecase only after uncased characters, lowercase only after cased ones
     cased, previous_cased, at = False, False, 0
     while at < size_of(s):
@@ -227,7 +221,10 @@ def _predicate_impls(byte_at: Any, size_of: Any) -> dict[str, Any]:
                                  "in_ranges": in_ranges, "_width_of": _width_of}
     for name in ("ALPHA", "ALNUM", "DECIMAL", "DIGIT", "NUMERIC", "SPACE", "UPPER", "LOWER", "TITLE"):
         namespace[name] = np.array(getattr(tables, name), dtype=np.int64)
-    source = "".join(_EVERY_SOURCE.format(name=name, table=table) for name, table in _EVERY.items()) + _CASED_SOURCE
+    source = "".join(_EVERY_SOURCE.format(name=name, table=table) for name, table in _EVERY.items())
+    source += "".join(_CASED_SOURCE.format(name=name, same=same, opposite=opposite)
+                      for name, (same, opposite) in _CASED.items())
+    source += _TITLE_SOURCE
     exec(compile(source, "<arrowdev string predicates>", "exec"), namespace)
     return {name: namespace[name] for name in PREDICATES}
 
