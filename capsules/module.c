@@ -2,9 +2,9 @@
  *
  * CDeviceArray   one container (container.c) seen from Python: its top node's fields, slices,
  *                children and exports as PyCapsules.
- * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream, pulled array by array.
+ * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream (stream_module.c).
  * functions      import_device_array, import_array, import_stream, build, export_stream,
- *                ownership_stats.
+ *                copy_schema, capsule_name, ownership_stats (the stream ones in stream_module.c).
  *
  * Capsules follow the PyCapsule interface: names arrow_schema, arrow_array, arrow_device_array,
  * arrow_array_stream, arrow_device_array_stream; the destructor calls release when the capsule
@@ -18,9 +18,10 @@
 
 #include "check.h"
 #include "container.h"
+#include "module.h"
 #include "stream.h"
 
-static PyObject* InvalidArrowError; /* arrowdev.errors.InvalidArrowError */
+PyObject* InvalidArrowError; /* arrowdev.errors.InvalidArrowError */
 
 void drop_python_ref(void* obj) {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -36,7 +37,7 @@ void drop_python_ref(void* obj) {
 
 /* ---- capsules ---------------------------------------------------------------------------- */
 
-static void schema_capsule_free(PyObject* capsule) {
+void schema_capsule_free(PyObject* capsule) {
   struct ArrowSchema* s = PyCapsule_GetPointer(capsule, "arrow_schema");
   if (s == NULL) return PyErr_WriteUnraisable(capsule);
   if (s->release != NULL) s->release(s);
@@ -54,13 +55,13 @@ static void device_array_capsule_free(PyObject* capsule) {
   if (a->array.release != NULL) a->array.release(&a->array);
   free(a);
 }
-static void stream_capsule_free(PyObject* capsule) {
+void stream_capsule_free(PyObject* capsule) {
   struct ArrowArrayStream* s = PyCapsule_GetPointer(capsule, "arrow_array_stream");
   if (s == NULL) return PyErr_WriteUnraisable(capsule);
   if (s->release != NULL) s->release(s);
   free(s);
 }
-static void device_stream_capsule_free(PyObject* capsule) {
+void device_stream_capsule_free(PyObject* capsule) {
   struct ArrowDeviceArrayStream* s = PyCapsule_GetPointer(capsule, "arrow_device_array_stream");
   if (s == NULL) return PyErr_WriteUnraisable(capsule);
   if (s->release != NULL) s->release(s);
@@ -68,7 +69,7 @@ static void device_stream_capsule_free(PyObject* capsule) {
 }
 
 /* The struct inside a capsule of the expected name, or NULL with TypeError / ValueError set. */
-static void* capsule_struct(PyObject* capsule, const char* expected) {
+void* capsule_struct(PyObject* capsule, const char* expected) {
   if (!PyCapsule_CheckExact(capsule)) {
     PyErr_Format(PyExc_TypeError, "expected a PyCapsule named '%s', got %.200s", expected,
                  Py_TYPE(capsule)->tp_name);
@@ -85,11 +86,6 @@ static void* capsule_struct(PyObject* capsule, const char* expected) {
 
 /* ---- CDeviceArray ------------------------------------------------------------------------ */
 
-typedef struct {
-  PyObject_HEAD Container* container;
-} CDeviceArrayObject;
-
-static PyTypeObject CDeviceArrayType;
 
 static PyObject* wrap_container(Container* c) {
   CDeviceArrayObject* self = PyObject_New(CDeviceArrayObject, &CDeviceArrayType);
@@ -102,7 +98,7 @@ static PyObject* wrap_container(Container* c) {
 }
 
 /* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved. */
-static PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive) {
+PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive) {
   char err[1200];
   if (src->array.release == NULL) {
     PyErr_SetString(InvalidArrowError, "the array was already consumed or released (release is NULL)");
@@ -333,7 +329,7 @@ static PyMethodDef CDeviceArray_methods[] = {
      "is CPU-readable)"},
     {NULL}};
 
-static PyTypeObject CDeviceArrayType = {
+PyTypeObject CDeviceArrayType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "arrowdev._capsules.CDeviceArray",
     .tp_basicsize = sizeof(CDeviceArrayObject),
     .tp_dealloc = (destructor)CDeviceArray_dealloc,
@@ -342,107 +338,6 @@ static PyTypeObject CDeviceArrayType = {
     .tp_doc = "One held ArrowDeviceArray (a shared-ownership container).",
     .tp_getset = CDeviceArray_getset,
     .tp_methods = CDeviceArray_methods,
-};
-
-/* ---- CArrayStream (import) ------------------------------------------------------------- */
-
-typedef struct {
-  PyObject_HEAD int is_device;
-  struct ArrowArrayStream cpu;
-  struct ArrowDeviceArrayStream device;
-} CArrayStreamObject;
-
-static PyTypeObject CArrayStreamType;
-
-static int stream_is_live(CArrayStreamObject* self) {
-  return self->is_device ? self->device.release != NULL : self->cpu.release != NULL;
-}
-
-static void stream_release(CArrayStreamObject* self) {
-  if (self->is_device && self->device.release != NULL) self->device.release(&self->device);
-  if (!self->is_device && self->cpu.release != NULL) self->cpu.release(&self->cpu);
-}
-
-static PyObject* stream_error(CArrayStreamObject* self, const char* what, int code) {
-  const char* msg = self->is_device ? self->device.get_last_error(&self->device)
-                                    : self->cpu.get_last_error(&self->cpu);
-  PyErr_Format(InvalidArrowError, "%s failed (%d): %s", what, code, msg ? msg : strerror(code));
-  return NULL;
-}
-
-static PyObject* CArrayStream_get_schema(CArrayStreamObject* self, PyObject* unused) {
-  if (!stream_is_live(self)) return PyErr_Format(PyExc_ValueError, "the stream is released");
-  struct ArrowSchema* schema = calloc(1, sizeof *schema);
-  if (schema == NULL) return PyErr_NoMemory();
-  int rc;
-  Py_BEGIN_ALLOW_THREADS;
-  rc = self->is_device ? self->device.get_schema(&self->device, schema) : self->cpu.get_schema(&self->cpu, schema);
-  Py_END_ALLOW_THREADS;
-  if (rc != 0 || schema->release == NULL) {
-    free(schema);
-    return rc ? stream_error(self, "get_schema", rc) : PyErr_Format(InvalidArrowError, "get_schema returned a released schema");
-  }
-  PyObject* capsule = PyCapsule_New(schema, "arrow_schema", schema_capsule_free);
-  if (capsule == NULL) {
-    schema->release(schema);
-    free(schema);
-  }
-  return capsule;
-}
-
-static PyObject* CArrayStream_get_next(CArrayStreamObject* self, PyObject* unused) {
-  if (!stream_is_live(self)) return PyErr_Format(PyExc_ValueError, "the stream is released");
-  struct ArrowDeviceArray next;
-  memset(&next, 0, sizeof next);
-  int rc;
-  Py_BEGIN_ALLOW_THREADS;
-  if (self->is_device) {
-    rc = self->device.get_next(&self->device, &next);
-  } else {
-    rc = self->cpu.get_next(&self->cpu, &next.array);
-    next.device_type = ARROW_DEVICE_CPU;
-    next.device_id = -1;
-  }
-  Py_END_ALLOW_THREADS;
-  if (rc != 0) return stream_error(self, "get_next", rc);
-  if (next.array.release == NULL) Py_RETURN_NONE; /* end of stream */
-  PyObject* out = hold(&next, NULL);
-  if (out == NULL && next.array.release != NULL) next.array.release(&next.array);
-  return out;
-}
-
-static PyObject* CArrayStream_release(CArrayStreamObject* self, PyObject* unused) {
-  stream_release(self);
-  Py_RETURN_NONE;
-}
-
-static PyObject* CArrayStream_get_device_type(CArrayStreamObject* self, void* unused) {
-  return PyLong_FromLong(self->is_device ? self->device.device_type : ARROW_DEVICE_CPU);
-}
-
-static void CArrayStream_dealloc(CArrayStreamObject* self) {
-  stream_release(self);
-  PyObject_Free(self);
-}
-
-static PyMethodDef CArrayStream_methods[] = {
-    {"get_schema", (PyCFunction)CArrayStream_get_schema, METH_NOARGS, "a new arrow_schema capsule"},
-    {"get_next", (PyCFunction)CArrayStream_get_next, METH_NOARGS, "the next CDeviceArray, or None at the end"},
-    {"release", (PyCFunction)CArrayStream_release, METH_NOARGS, "release the stream now"},
-    {NULL}};
-
-static PyGetSetDef CArrayStream_getset[] = {
-    {"device_type", (getter)CArrayStream_get_device_type, NULL, "ArrowDeviceType of the stream", NULL},
-    {NULL}};
-
-static PyTypeObject CArrayStreamType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "arrowdev._capsules.CArrayStream",
-    .tp_basicsize = sizeof(CArrayStreamObject),
-    .tp_dealloc = (destructor)CArrayStream_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "An imported ArrowArrayStream or ArrowDeviceArrayStream.",
-    .tp_methods = CArrayStream_methods,
-    .tp_getset = CArrayStream_getset,
 };
 
 /* ---- module functions -------------------------------------------------------------------- */
@@ -466,37 +361,8 @@ static PyObject* import_array(PyObject* module, PyObject* capsule) {
   return out;
 }
 
-static PyObject* import_stream(PyObject* module, PyObject* capsule) {
-  if (!PyCapsule_CheckExact(capsule)) {
-    return PyErr_Format(PyExc_TypeError, "expected a stream PyCapsule, got %.200s", Py_TYPE(capsule)->tp_name);
-  }
-  const char* name = PyCapsule_GetName(capsule);
-  int is_device = name != NULL && strcmp(name, "arrow_device_array_stream") == 0;
-  void* src = capsule_struct(capsule, is_device ? "arrow_device_array_stream" : "arrow_array_stream");
-  if (src == NULL) return NULL;
-  int released = is_device ? ((struct ArrowDeviceArrayStream*)src)->release == NULL
-                           : ((struct ArrowArrayStream*)src)->release == NULL;
-  if (released) {
-    PyErr_SetString(InvalidArrowError, "the stream was already consumed or released (release is NULL)");
-    return NULL;
-  }
-  CArrayStreamObject* self = PyObject_New(CArrayStreamObject, &CArrayStreamType);
-  if (self == NULL) return NULL;
-  self->is_device = is_device;
-  memset(&self->cpu, 0, sizeof self->cpu);
-  memset(&self->device, 0, sizeof self->device);
-  if (is_device) {
-    memcpy(&self->device, src, sizeof self->device);
-    ((struct ArrowDeviceArrayStream*)src)->release = NULL;
-  } else {
-    memcpy(&self->cpu, src, sizeof self->cpu);
-    ((struct ArrowArrayStream*)src)->release = NULL;
-  }
-  return (PyObject*)self;
-}
-
 /* A sequence of CDeviceArray as a new array of containers (borrowed), or NULL with an error. */
-static Container** containers_of(PyObject* seq, Py_ssize_t* n) {
+Container** containers_of(PyObject* seq, Py_ssize_t* n) {
   PyObject* fast = PySequence_Fast(seq, "children must be a sequence of CDeviceArray");
   if (fast == NULL) return NULL;
   *n = PySequence_Fast_GET_SIZE(fast);
@@ -564,57 +430,6 @@ static PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs) {
   PyObject* out = hold(&made, NULL);
   if (out == NULL && made.array.release != NULL) made.array.release(&made.array);
   return out;
-}
-
-static PyObject* export_stream(PyObject* module, PyObject* args) {
-  PyObject *schema_capsule, *arrays;
-  int device;
-  int device_type = ARROW_DEVICE_CPU;
-  if (!PyArg_ParseTuple(args, "OOp|i", &schema_capsule, &arrays, &device, &device_type)) return NULL;
-  struct ArrowSchema* schema = capsule_struct(schema_capsule, "arrow_schema");
-  if (schema == NULL) return NULL;
-  if (schema->release == NULL) return PyErr_Format(PyExc_ValueError, "the schema capsule was already consumed");
-  Py_ssize_t n;
-  Container** held = containers_of(arrays, &n);
-  if (held == NULL) return NULL;
-  struct ArrowDeviceArray* exported = calloc(n > 0 ? (size_t)n : 1, sizeof *exported);
-  int rc = exported == NULL ? ENOMEM : 0;
-  for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
-    const struct ArrowArray* a = &held[i]->array.array;
-    rc = container_export(held[i], a->offset, a->length, a->null_count, &exported[i]);
-    for (Py_ssize_t j = 0; rc && j < i; j++) exported[j].array.release(&exported[j].array);
-  }
-  free(held);
-  if (rc) {
-    free(exported);
-    return PyErr_NoMemory();
-  }
-  /* From here the stream owns the schema (moved out of the capsule) and the exports. */
-  PyObject* capsule = NULL;
-  if (device) {
-    struct ArrowDeviceArrayStream* out = malloc(sizeof *out);
-    if (out != NULL && export_device_stream(schema, exported, n, device_type, out) == 0) {
-      capsule = PyCapsule_New(out, "arrow_device_array_stream", device_stream_capsule_free);
-      if (capsule == NULL) out->release(out);
-    }
-    if (capsule == NULL) free(out);
-  } else {
-    struct ArrowArrayStream* out = malloc(sizeof *out);
-    if (out != NULL && export_array_stream(schema, exported, n, out) == 0) {
-      capsule = PyCapsule_New(out, "arrow_array_stream", stream_capsule_free);
-      if (capsule == NULL) out->release(out);
-    }
-    if (capsule == NULL) free(out);
-  }
-  if (capsule == NULL) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-      if (exported[i].array.release != NULL) exported[i].array.release(&exported[i].array);
-    }
-    if (schema->release != NULL) schema->release(schema);
-    if (!PyErr_Occurred()) PyErr_NoMemory();
-  }
-  free(exported);
-  return capsule;
 }
 
 static PyObject* copy_schema(PyObject* module, PyObject* capsule) {
