@@ -57,6 +57,32 @@ def test_leak_check_covers_device_memory():
             kept.append(ad.column(pa.array([1.0] * 1000)).to_device())
 
 
+@pytest.mark.gpu
+def test_leak_check_counts_nrt_when_nrt_ran():
+    out = _run("""
+        import numpy as np
+        from numba import cuda
+        import arrowdev as ad
+        from arrowdev import debug
+
+        @cuda.jit
+        def kernel(out):
+            scratch = np.zeros(4)  # an NRT allocation inside the kernel
+            scratch[1] = 2.0
+            out[0] = scratch.sum()
+
+        out = cuda.device_array(1)
+        with ad.debug.leak_check():
+            kernel[1, 1](out)
+            cuda.synchronize()
+        counts = debug._snapshot()
+        assert "NRT allocations" in counts and "NRT MemInfos" in counts, counts
+        assert out.copy_to_host()[0] == 2.0
+        print("ok", counts["NRT allocations"], counts["NRT MemInfos"])
+    """, {"NUMBA_CUDA_ENABLE_NRT": "1", "NUMBA_CUDA_NRT_STATS": "1"})
+    assert out.split() == ["ok", "0", "0"]
+
+
 # ---- the numba EMM plugin ----------------------------------------------------------------------
 
 def test_plugin_implements_numba_interface_version_1():
@@ -169,6 +195,33 @@ def test_ipc_table_seen_by_another_process(tmp_path, drop_exporter_first):
         print(col.to_pylist(), col.null_count, col.device.type)
     """, None, str(path))
     assert out.strip() == "[None, 2.5] 1 cuda"
+
+
+@pytest.mark.gpu
+def test_ipc_every_type(tmp_path):
+    """A table of every sample type (tests/samples.py) crosses processes; the importer writes what it sees
+    to an Arrow IPC file, compared here with the source. Buffers share pool blocks: fewer handles than
+    buffers, each buffer an offset into its block."""
+    from samples import CASES
+
+    source = pa.table({name: CASES[name] for name in CASES})
+    g = ad.table(source).to_device()
+    data = g.export_ipc()
+    magic = b"ARROWDEV-CUDA-IPC-1\n"
+    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
+    header = json.loads(data[len(magic) + 8:len(magic) + 8 + size])
+    n_buffers = sum(1 for b in ad.table(g).to_device().columns for info in b.buffers if info.address)
+    assert 0 < len(header["handles"]) < n_buffers
+    (tmp_path / "handle").write_bytes(data)
+    _run("""
+        import sys, pyarrow as pa, arrowdev as ad
+        t = ad.import_ipc(open(sys.argv[1], "rb").read())
+        assert t.device.type == "cuda"
+        with pa.OSFile(sys.argv[2], "wb") as f, pa.ipc.new_file(f, t.to_pyarrow().schema) as w:
+            w.write_table(t.to_pyarrow())
+    """, None, str(tmp_path / "handle"), str(tmp_path / "seen.arrow"))
+    seen = pa.ipc.open_file(str(tmp_path / "seen.arrow")).read_all()
+    assert seen.equals(source)
 
 
 @pytest.mark.gpu
