@@ -51,6 +51,18 @@ def test_element_wise_every_numeric_width(device, arrow_type):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_float16_inputs(device):
+    """float16 is native on the GPU; numba's CPU target has none, so CPU kernels widen the bits exactly."""
+    halves = np.array([1.5, -2.0, 0.0, 65504, 6e-8, np.inf, 3.25], np.float16)
+    col = on(device, pa.array(halves, mask=np.array([0, 0, 0, 0, 0, 0, 1], bool)))
+    out = col.apply(lambda x: x * 2 - 1, out_type=pa.float32())
+    assert out.to_pylist() == [float(np.float32(v) * np.float32(2) - np.float32(1)) for v in halves[:-1]] + [None]
+    if device == "cpu":
+        with pytest.raises(TypeError, match="float16"):
+            col.apply(lambda x: x, out_type=pa.float16())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_bool_bits_in_and_out(device):
     values = [True, False, None, True, True, False, None, False, True, True]
     col = on(device, pa.array(values))

@@ -52,8 +52,9 @@ class _Input:
             extra = mem.constant_array(np.array([held.buffers[1], *held.buffers[2:-1]], dtype=np.int64))
         elif self.np_dtype is None:
             data = mem.view(held.buffers[1], (offset + n + 7) // 8, np.uint8, held)
-        else:
-            data = mem.view(held.buffers[1], offset + n, self.np_dtype, held)
+        else:  # float16 on the CPU: its bits (the kernel widens them, numba's CPU target has no float16)
+            dtype = np.uint16 if self.np_dtype == np.float16 and not mem.gpu else self.np_dtype
+            data = mem.view(held.buffers[1], offset + n, dtype, held)
         validity = held.buffers[0] if self.has_validity else 0
         return [data, mem.view(validity, (offset + n + 7) // 8 if validity else 1, np.uint8, held), np.int64(offset),
                 extra]
@@ -175,6 +176,9 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
                               *(window or (0, 0, False)))
     result = kernels.udf_result_type(f, base)
     arrow_out, out_np = output_types(result, out_type)
+    if target == "cpu" and out_np is not None and out_np == np.float16:
+        raise TypeError("expected an output type numba's CPU target can write, got float16: pass "
+                        "out_type=pa.float32() (float16 outputs work on GPU columns)")
     spec = kernels.KernelSpec(base.inputs, mode, "bits" if out_np is None else out_np.str, target, *(window or (0, 0, False)))
     kernel = kernels.compile_kernel(f, spec)
     mem = _Memory(device, stream)

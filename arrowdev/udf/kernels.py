@@ -115,6 +115,8 @@ def _numba_args(spec: KernelSpec) -> tuple:
         if dtype.startswith("utf8"):
             string_intrinsics()  # the string types' typing and lowering, registered once
             base = _string_view()
+        elif dtype == "<f2" and spec.target == "cpu":
+            base = types.float32  # numba's CPU target has no float16: the kernel widens the bits exactly
         else:
             base = types.boolean if dtype == "bits" else from_dtype(np.dtype(dtype))
         args.append(types.optional(base) if spec.null_mode == "aware" and has_validity else base)
@@ -180,7 +182,18 @@ def _compute_capability() -> tuple[int, int]:
         return CI_COMPUTE_CAPABILITY
 
 
-def _load(k: int, dtype: str) -> str:
+def half_to_float(bits):
+    """The value of IEEE half-precision ``bits`` (exact in float32): how CPU kernels read float16."""
+    sign = -1.0 if (bits >> 15) & 1 else 1.0
+    exponent, mantissa = (bits >> 10) & 0x1F, bits & 0x3FF
+    if exponent == 0:
+        return sign * mantissa * 5.9604644775390625e-08  # subnormal: mantissa * 2**-24
+    if exponent == 31:
+        return sign * np.inf if mantissa == 0 else np.nan
+    return sign * (1.0 + mantissa / 1024.0) * 2.0 ** (exponent - 15)
+
+
+def _load(k: int, dtype: str, target: str = "cuda") -> str:
     """Source that reads row i of input k into x{k}. Strings become views of the column's bytes:
     offsets d{k} and data address e{k}; or 16-byte views d{k} (as int32 x 4) with e{k} holding the views'
     address and then the variadic buffers' addresses (inline strings of <= 12 bytes sit in the view)."""
@@ -188,6 +201,8 @@ def _load(k: int, dtype: str) -> str:
         return f"x{k} = ((d{k}[(o{k} + i) >> 3] >> ((o{k} + i) & 7)) & 1) != 0"
     if dtype in ("utf8_32", "utf8_64"):
         return (f"x{k} = make_view(e{k} + d{k}[o{k} + i], d{k}[o{k} + i + 1] - d{k}[o{k} + i])")
+    if dtype == "<f2" and target == "cpu":  # d{k} holds the uint16 bits
+        return f"x{k} = np.float32(half_to_float(d{k}[o{k} + i]))"
     if dtype == "utf8_view":
         return (f"j{k} = 4 * (o{k} + i); n{k} = d{k}[j{k}]; "
                 f"x{k} = make_view(e{k}[0] + 4 * j{k} + 4, n{k}) if n{k} <= 12 else "
@@ -208,7 +223,7 @@ def kernel_source(spec: KernelSpec) -> str:
     if spec.window:
         return _rolling_source(spec, lines)
     nullable = [k for k, (_, has_validity) in enumerate(spec.inputs) if has_validity]
-    body = [_load(k, dtype) for k, (dtype, _) in enumerate(spec.inputs)]
+    body = [_load(k, dtype, spec.target) for k, (dtype, _) in enumerate(spec.inputs)]
     call = "udf(" + ", ".join(f"a{k}" if k in nullable and spec.null_mode == "aware" else f"x{k}"
                               for k in range(len(spec.inputs))) + ")"
     if spec.null_mode == "aware":
@@ -266,6 +281,7 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
         import numba
 
         namespace["udf"] = numba.njit(error_model="numpy")(prepared(f))
+        namespace["half_to_float"] = numba.njit(half_to_float)
         kernel = numba.njit(error_model="numpy")(_exec(kernel_source(spec), namespace))
     with _lock:
         _cache[key] = kernel
