@@ -29,6 +29,7 @@ from .types import element_dtype, input_kind, output_types
 
 _THREADS = 256
 _STAND_INS: dict[tuple, Any] = {}
+_SPECIALIZED: dict[Any, Any] = {}  # compiled kernel -> numba dispatcher specialised to its one signature
 
 
 class _Input:
@@ -136,7 +137,12 @@ class _Memory:
         with warnings.catch_warnings():
             # one thread per row: a small column gets a small grid, which numba warns about
             warnings.simplefilter("ignore", NumbaPerformanceWarning)
-            kernel[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
+            # A kernel's KernelSpec fixes every argument type, so it is specialised once and later
+            # launches skip numba's per-launch typing of the arguments.
+            specialized = _SPECIALIZED.get(kernel)
+            if specialized is None:
+                specialized = _SPECIALIZED[kernel] = kernel.specialize(n, *args)
+            specialized[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
 
     def pack_bits(self, flags: Any, count: int, count_ones: bool) -> tuple[int, Any, int]:
         """(address, keep-alive, set bits or 0) of the bitmap packing ``flags`` (one byte per row, any
