@@ -208,18 +208,23 @@ def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nul
     for x in inputs:
         args.extend(x.kernel_args(mem, n))
     mem.launch(kernel, n, args)
-    keep: list[Any] = [out_keep, [x.held for x in inputs]]
-    if out_np is None:  # bool output: bytes -> bits
+    keep: list[Any] = []  # what the output array holds on to
+    scratch: list[Any] = [[x.held for x in inputs], flags_keep]  # what the queued work reads, until it is done
+    if out_np is None:  # bool output: bytes -> bits; the bytes are scratch
         out_ptr, packed, _ = mem.pack_bits(out, pad + n, count_ones=False)
         keep.append(packed)
+        scratch.append(out_keep)
+    else:
+        keep.append(out_keep)
     validity, null_count = 0, 0
     if mode == "aware":
         validity, packed, valid_rows = mem.pack_bits(flags, n, count_ones=True)
         keep.append(packed)
         null_count = n - valid_rows
-    elif share:
+    elif share:  # the output's validity is the input's bitmap: the output keeps that input alive
         source = nullable[0]
         validity, null_count = source.held.buffers[0] + source.held.offset // 8, source.null_count
+        keep.append(source.held)
     elif nullable:
         combined = mem.unpack_validity(nullable[0].held, n)
         for x in nullable[1:]:
@@ -227,13 +232,13 @@ def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nul
         validity, packed, valid_rows = mem.pack_bits(combined, n, count_ones=True)
         keep.append(packed)
         null_count = n - valid_rows
-    del flags_keep
     event = None
     if mem.gpu:
-        from ..cuda import runtime
+        from ..cuda import memory, runtime
 
         event = runtime.SyncEvent(mem.stream, device.id)
         keep.append(event)
+        memory.keep_until(event.event, scratch)
     held = _capsules.build(n, null_count, pad, [validity, out_ptr], [], device_type=device.code,
                            device_id=device.id, keepalive=keep, sync_event=event.address if event else None)
     return arrow_out, held
