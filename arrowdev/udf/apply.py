@@ -145,14 +145,13 @@ class _Memory:
             specialized[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
 
     def pack_bits(self, flags: Any, count: int, count_ones: bool) -> tuple[int, Any, int]:
-        """(address, keep-alive, set bits or 0) of the bitmap packing ``flags`` (one byte per row, any
-        non-zero byte is a 1). Counting synchronises the GPU, so it is asked for validity only."""
+        """(address, keep-alive, set bits) of the bitmap packing ``flags`` (one byte per row, any non-zero
+        byte is a 1). Set bits are counted on the CPU only, when asked: on a GPU counting would
+        synchronise, so -1 is returned and the count is made from the bitmap when someone asks for it."""
         if self.gpu:
             with self.cp.cuda.Device(self.device.id), self.stream:
-                flags_cp = self.cp.asarray(flags)[:count]
-                packed = self.cp.packbits(flags_cp, bitorder="little")
-                ones = int(self.cp.count_nonzero(flags_cp)) if count_ones else 0
-            return packed.data.ptr, packed, ones
+                packed = self.cp.packbits(self.cp.asarray(flags)[:count], bitorder="little")
+            return packed.data.ptr, packed, -1
         array = np.asarray(flags[:count])
         packed = np.packbits(array, bitorder="little")
         return packed.ctypes.data, packed, int(np.count_nonzero(array)) if count_ones else 0
@@ -220,7 +219,7 @@ def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nul
     if mode == "aware":
         validity, packed, valid_rows = mem.pack_bits(flags, n, count_ones=True)
         keep.append(packed)
-        null_count = n - valid_rows
+        null_count = n - valid_rows if valid_rows >= 0 else -1
     elif share:  # the output's validity is the input's bitmap: the output keeps that input alive
         source = nullable[0]
         validity, null_count = source.held.buffers[0] + source.held.offset // 8, source.null_count
@@ -231,7 +230,7 @@ def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nul
             combined = combined & mem.unpack_validity(x.held, n)
         validity, packed, valid_rows = mem.pack_bits(combined, n, count_ones=True)
         keep.append(packed)
-        null_count = n - valid_rows
+        null_count = n - valid_rows if valid_rows >= 0 else -1
     event = None
     if mem.gpu:
         from ..cuda import memory, runtime
