@@ -87,8 +87,7 @@ def _from_capsule(capsule: Any, name: str, schema: Any) -> tuple[DataType, list[
 
 
 def _from_pair(schema_capsule: Any, array_capsule: Any) -> tuple[DataType, list[Any]]:
-    dtype = DataType.from_arrow(schema_capsule)
-    dtype._view  # parse the format string now: a malformed one raises before the array is moved
+    dtype = DataType.from_arrow(schema_capsule)  # parses the format: a malformed one raises before the move
     if _capsule_name(array_capsule) == "arrow_device_array":
         held = _capsules.import_device_array(array_capsule)
     else:
@@ -102,7 +101,6 @@ def read_stream(capsule: Any) -> tuple[DataType, list[Any]]:
     stream = _capsules.import_stream(capsule)
     try:
         dtype = DataType.from_arrow(stream.get_schema())
-        dtype._view
         arrays = []
         while (held := stream.get_next()) is not None:
             check_tree(dtype, held)
