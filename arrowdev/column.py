@@ -327,21 +327,24 @@ class ArrowColumn:
     # ---- UDFs --------------------------------------------------------------------------------
 
     def apply(self, f: Callable[..., Any], *, null_aware: bool = False, out_type: Any = None,
-              stream: Any = None) -> ArrowColumn:
+              stream: Any = None, string_type: str = "string") -> ArrowColumn:
         """``f(x)`` for every row, compiled by numba for the column's device (a CUDA kernel for GPU
         data, numba's CPU target otherwise); a new column on the same device.
 
         Nulls give nulls; with ``null_aware=True`` ``f`` sees ``ad.NA`` for them and may return
         ``ad.NA``. The output type is what numba infers, unless ``out_type`` (any Arrow type) says.
-        See docs/udf.md.
+        A UDF that returns strings gives a ``string_type`` column: ``"string"``, ``"large_string"``
+        or ``"string_view"`` (docs/strings.md). See docs/udf.md.
 
         >>> import pyarrow as pa, arrowdev as ad
         >>> ad.column(pa.array([1.5, None, 3.0])).apply(lambda x: x * 2 + 1).to_pylist()
         [4.0, None, 7.0]
+        >>> ad.column(pa.array(["ab", None, "été"])).apply(lambda s: s.upper() + "!").to_pylist()
+        ['AB!', None, 'ÉTÉ!']
         """
         from .udf.apply import apply_columns
 
-        return apply_columns(f, [self], null_aware, out_type, stream)
+        return apply_columns(f, [self], null_aware, out_type, stream, string_type=string_type)
 
     def rolling(self, window: int, min_periods: int | None = None, center: bool = False) -> Any:
         """Rolling windows of ``window`` rows; ``.apply(f)`` runs ``f`` on each (see

@@ -91,14 +91,28 @@ def _snapshot() -> dict[str, int]:
     counts = {key: value for key, value in ownership_stats().items() if key in _LIVE}
     counts.update(_device_counts())
     counts.update(_nrt_counts())
+    counts.update(_arena_counts())
     return counts
+
+
+def _arena_counts() -> dict[str, int]:
+    """Live string arenas and their bytes, and MemInfos made but not yet released (string UDFs)."""
+    import sys
+
+    results = sys.modules.get("arrowdev.udf.strings.results")
+    if results is None:  # no string UDF ran
+        return {}
+    stats = results.managed_string_stats()
+    return {"string_arenas": stats["arenas_live"], "string_arena_bytes": stats["arena_bytes_live"],
+            "managed_string_meminfos": stats["meminfos_made"] - stats["meminfos_released"]}
 
 
 @contextlib.contextmanager
 def leak_check() -> Iterator[None]:
     """Raises :class:`LeakError`, naming what leaked, if the block leaves more arrowdev objects alive than
     it found: held arrays, exported nodes and streams, arrays arrowdev built, device buffers and pinned
-    memory from arrowdev's pool, and (with NRT statistics on) numba-cuda NRT allocations and MemInfos.
+    memory from arrowdev's pool, string UDF arenas and their MemInfos, and (with NRT statistics on)
+    numba-cuda NRT allocations and MemInfos.
     Objects the block returns and the caller keeps count as leaks: check blocks that drop what they make.
     """
     before = _snapshot()

@@ -216,7 +216,7 @@ class ArrowTable:
     # ---- UDFs ----------------------------------------------------------------------------------
 
     def apply(self, f: Any, columns: Iterable[int | str] | None = None, *, null_aware: bool = False,
-              out_type: Any = None, stream: Any = None) -> ArrowColumn:
+              out_type: Any = None, stream: Any = None, string_type: str = "string") -> ArrowColumn:
         """``f(a, b, ...)`` row by row over ``columns`` (default: all, in order); a new column.
         A row with a null in any argument is null unless ``null_aware=True`` (see
         :meth:`ArrowColumn.apply`).
@@ -231,7 +231,7 @@ class ArrowTable:
         chosen = [self.column(c) for c in (columns if columns is not None else range(self.num_columns))]
         if not chosen:
             raise ValueError("expected at least one column for the UDF's arguments")
-        return apply_columns(f, chosen, null_aware, out_type, stream)
+        return apply_columns(f, chosen, null_aware, out_type, stream, string_type=string_type)
 
     # ---- conversions -------------------------------------------------------------------------
 

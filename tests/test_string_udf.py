@@ -114,11 +114,6 @@ def test_unicode_tables_are_what_the_generator_makes():
         assert getattr(unicode_tables, name) == flat, name
 
 
-def test_returning_a_string_is_a_clear_error_for_now():
-    with pytest.raises(TypeError, match="managed strings"):
-        ad.column(pa.array(["a"])).apply(lambda s: s)
-
-
 def test_string_literals_keep_their_meaning_in_python():
     from arrowdev.udf.strings import Utf8Constant, with_string_constants
 

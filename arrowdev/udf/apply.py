@@ -61,6 +61,19 @@ class _Input:
                 extra]
 
 
+def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
+    """``kernel`` compiled and linked for these argument types; with numba-cuda's runtime (NRT) on for
+    kernels that make managed strings, so their MemInfos are counted (NRT is read at compile and link
+    time, and is otherwise left as the user set it)."""
+    if kernel not in kernels.NRT_KERNELS:
+        return kernel.specialize(n, *args)
+    with kernels.cuda_nrt():
+        specialized = kernel.specialize(n, *args)
+        for compiled in specialized.overloads.values():
+            compiled.bind()
+    return specialized
+
+
 class _Memory:
     """Array views and new buffers on the target (CPU: NumPy; CUDA: numba device arrays over
     arrowdev's pool)."""
@@ -141,7 +154,7 @@ class _Memory:
             # launches skip numba's per-launch typing of the arguments.
             specialized = _SPECIALIZED.get(kernel)
             if specialized is None:
-                specialized = _SPECIALIZED[kernel] = kernel.specialize(n, *args)
+                specialized = _SPECIALIZED[kernel] = _specialize(kernel, n, args)
             specialized[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
 
     def pack_bits(self, flags: Any, count: int, count_ones: bool) -> tuple[int, Any, int]:
@@ -168,7 +181,8 @@ class _Memory:
 
 
 def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: bool, out_type: DataType | None,
-              stream: Any = None, window: tuple[int, int, bool] | None = None) -> tuple[DataType, Any]:
+              stream: Any = None, window: tuple[int, int, bool] | None = None,
+              string_type: str = "string") -> tuple[DataType, Any]:
     """Applies ``f`` to one aligned set of input chunks; returns (output type, held output)."""
     target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
     n = inputs[0].held.length
@@ -177,46 +191,97 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
         mode = "aware"
     else:
         mode = "aware" if null_aware else ("propagate" if nullable else "none")
-    base = kernels.KernelSpec(tuple((x.kind, x.has_validity) for x in inputs), mode, "", target,
-                              *(window or (0, 0, False)))
-    result = kernels.udf_result_type(f, base)
-    arrow_out, out_np = output_types(result, out_type)
-    if target == "cpu" and out_np is not None and out_np == np.float16:
-        raise TypeError("expected an output type numba's CPU target can write, got float16: pass "
-                        "out_type=pa.float32() (float16 outputs work on GPU columns)")
-    spec = kernels.KernelSpec(base.inputs, mode, "bits" if out_np is None else out_np.str, target, *(window or (0, 0, False)))
+    win = window or (0, 0, False)
+    kinds = tuple((x.kind, x.has_validity) for x in inputs)
+    traits = kernels.udf_traits(f, kernels.KernelSpec(kinds, mode, "", target, *win))
+    string_out = string_output_type(traits.result, out_type, string_type)
+    if string_out is not None:
+        out_kind = "utf8_view" if string_out == "string_view" else "utf8_pairs"
+        spec = kernels.KernelSpec(kinds, mode, out_kind, target, *win, arena=True, flags=True)
+        arrow_out, out_np = None, None
+    else:
+        arrow_out, out_np = output_types(traits.result, out_type)
+        if target == "cpu" and out_np is not None and out_np == np.float16:
+            raise TypeError("expected an output type numba's CPU target can write, got float16: pass "
+                            "out_type=pa.float32() (float16 outputs work on GPU columns)")
+        spec = kernels.KernelSpec(kinds, mode, "bits" if out_np is None else out_np.str, target, *win,
+                                  arena=traits.allocates or traits.may_fail, flags=traits.may_fail)
     kernel = kernels.compile_kernel(f, spec)
     mem = _Memory(device, stream)
     with mem.active():
-        return _run(kernel, inputs, mem, n, mode, nullable, arrow_out, out_np)
+        return _run(kernel, spec, inputs, mem, n, nullable, arrow_out, out_np, traits.allocates, string_out)
 
 
-def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nullable: list[_Input],
-         arrow_out: DataType, out_np: np.dtype | None) -> tuple[DataType, Any]:
-    """Launches one chunk's kernel and assembles its Arrow output (inside the device's context)."""
-    device = mem.device
+def string_output_type(result: Any, out_type: DataType | None, string_type: str) -> str | None:
+    """'string', 'large_string' or 'string_view' when the UDF returns a string; None otherwise."""
+    from numba.core import types
+
+    from .strings.types import string_types
+
+    if isinstance(result, types.Optional):
+        result = result.type
+    if not isinstance(result, string_types().stringlike):
+        return None
+    chosen = out_type.storage_id if out_type is not None else string_type
+    if chosen not in ("string", "large_string", "string_view"):
+        raise TypeError(f"expected string_type (or out_type) 'string', 'large_string' or 'string_view' for a UDF "
+                        f"that returns strings, got {chosen!r}")
+    return chosen
+
+
+def _run(kernel: Any, spec: kernels.KernelSpec, inputs: list[_Input], mem: _Memory, n: int,
+         nullable: list[_Input], arrow_out: DataType | None, out_np: np.dtype | None, allocates: bool,
+         string_out: str | None) -> tuple[DataType, Any]:
+    """Launches one chunk's kernel (again, while its string arena overflows) and assembles its Arrow
+    output (inside the device's context)."""
+    from .strings import results
+
+    device, mode = mem.device, spec.null_mode
     if mem.gpu:
         from ..cuda import runtime
 
         runtime.wait_on_events(mem.stream, [x.held.sync_event for x in inputs])
-    share = mode == "propagate" and len(nullable) == 1
+    share = mode == "propagate" and len(nullable) == 1 and not spec.flags
     pad = nullable[0].held.offset % 8 if share else 0
-    out, out_ptr, out_keep = mem.new(pad + n, np.uint8 if out_np is None else out_np)
-    flags, _, flags_keep = mem.new(n, np.uint8) if mode == "aware" else (mem.stand_in(np.uint8), 0, None)
-    args: list[Any] = [pad, out, flags]
+    if string_out is None:
+        out, out_ptr, out_keep = mem.new(pad + n, np.uint8 if out_np is None else out_np)
+    elif spec.out == "utf8_view":
+        out, out_ptr, out_keep = mem.new(4 * n, np.int32)
+    else:
+        out, out_ptr, out_keep = mem.new(2 * n, np.int64)
+    writes_flags = mode == "aware" or spec.flags
+    flags, _, flags_keep = mem.new(n, np.uint8) if writes_flags else (mem.stand_in(np.uint8), 0, None)
+    input_args: list[Any] = []
     for x in inputs:
-        args.extend(x.kernel_args(mem, n))
-    mem.launch(kernel, n, args)
+        input_args.extend(x.kernel_args(mem, n))
+
+    def launch(arena: Any) -> None:
+        mem.launch(kernel, n, [pad, out, flags, np.int64(arena.state_address if arena else 0), *input_args])
+
+    arena = None
+    if spec.arena:
+        strings_in = sum(x.kind.startswith("utf8") for x in inputs)
+        arena = results.launch_with_arena((kernel, mem.device), launch, mem, n, 32 * n * max(strings_in, 1),
+                                          allocates or string_out == "string_view")
+    else:
+        launch(None)
     keep: list[Any] = []  # what the output array holds on to
     scratch: list[Any] = [[x.held for x in inputs], flags_keep]  # what the queued work reads, until it is done
-    if out_np is None:  # bool output: bytes -> bits; the bytes are scratch
+    if string_out is not None:
+        arrow_out, value_buffers = results.build_string_output(string_out, mem, n, out, out_keep, arena, keep,
+                                                               scratch)
+        offset = 0
+    elif out_np is None:  # bool output: bytes -> bits; the bytes are scratch
         out_ptr, packed, _ = mem.pack_bits(out, pad + n, count_ones=False)
         keep.append(packed)
-        scratch.append(out_keep)
+        scratch += [out_keep, arena]
+        value_buffers, offset = [out_ptr], pad
     else:
         keep.append(out_keep)
+        scratch.append(arena)
+        value_buffers, offset = [out_ptr], pad
     validity, null_count = 0, 0
-    if mode == "aware":
+    if writes_flags:
         validity, packed, valid_rows = mem.pack_bits(flags, n, count_ones=True)
         keep.append(packed)
         null_count = n - valid_rows if valid_rows >= 0 else -1
@@ -238,13 +303,14 @@ def _run(kernel: Any, inputs: list[_Input], mem: _Memory, n: int, mode: str, nul
         event = runtime.SyncEvent(mem.stream, device.id)
         keep.append(event)
         memory.keep_until(event.event, scratch)
-    held = _capsules.build(n, null_count, pad, [validity, out_ptr], [], device_type=device.code,
+    held = _capsules.build(n, null_count, offset, [validity, *value_buffers], [], device_type=device.code,
                            device_id=device.id, keepalive=keep, sync_event=event.address if event else None)
     return arrow_out, held
 
 
 def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out_type: Any = None,
-                  stream: Any = None, window: tuple[int, int, bool] | None = None) -> Any:
+                  stream: Any = None, window: tuple[int, int, bool] | None = None,
+                  string_type: str = "string") -> Any:
     """``f`` applied row by row over equally long columns on one device; a new column."""
     from ..column import ArrowColumn, struct_field
     from ..table import ArrowTable
@@ -266,11 +332,17 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
     outputs, out_dtype = [], None
     for segment in segments:
         inputs = [_Input(dtype, held, nulls) for dtype, held, nulls in segment]
-        out_dtype, held = run_chunk(f, inputs, device, null_aware, wanted, stream, window)
+        out_dtype, held = run_chunk(f, inputs, device, null_aware, wanted, stream, window, string_type)
         outputs.append(held)
     if out_dtype is None:  # no chunks: the output type still comes from the UDF's typing
         inputs_spec = tuple((input_kind(c.type), False) for c in columns)
         target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
         result = kernels.udf_result_type(f, kernels.KernelSpec(inputs_spec, "none", "", target, *(window or (0, 0, False))))
-        out_dtype = output_types(result, wanted)[0]
+        string_out = string_output_type(result, wanted, string_type)
+        if string_out:
+            import pyarrow as pa
+
+            out_dtype = DataType.from_arrow(getattr(pa, string_out)())
+        else:
+            out_dtype = output_types(result, wanted)[0]
     return ArrowColumn(out_dtype, outputs)

@@ -17,11 +17,12 @@ report exceptions from kernels) and raises on the CPU.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -34,6 +35,8 @@ from .strings import with_string_constants
 __all__ = ["UDFCompileError", "KernelSpec", "compile_kernel", "udf_result_type"]
 
 _lock = threading.Lock()
+_nrt_lock = threading.RLock()
+NRT_KERNELS: set[Any] = set()  # CUDA kernels compiled with numba-cuda's runtime on
 _cache: dict[tuple, Any] = {}
 _result_cache: dict[tuple, Any] = {}
 CI_COMPUTE_CAPABILITY = (9, 0)  # for compile_ptx where no GPU says which to use
@@ -55,6 +58,18 @@ class KernelSpec:
     window: int = 0
     min_periods: int = 0
     center: bool = False
+    arena: bool = False  # the UDF makes strings (or may fail a row): each row starts with begin_row
+    flags: bool = False  # the kernel writes out_valid for every row (string outputs, rows that may fail)
+
+
+@dataclass(frozen=True)
+class UDFTraits:
+    """What typing and lowering found out about a UDF: its result type, whether it allocates managed
+    strings (needs an arena) and whether a row may fail (``int("x")``: the row becomes null)."""
+
+    result: Any
+    allocates: bool
+    may_fail: bool
 
 
 def _function_key(f: Callable) -> tuple:
@@ -128,7 +143,7 @@ def _numba_args(spec: KernelSpec) -> tuple:
 def _string_view() -> Any:
     from .strings.types import string_types
 
-    return string_types()[1]
+    return string_types().string_view
 
 
 def prepared(f: Callable) -> Callable:
@@ -138,9 +153,15 @@ def prepared(f: Callable) -> Callable:
 
 
 def udf_result_type(f: Callable, spec: KernelSpec) -> Any:
-    """The numba type the UDF returns for these inputs, from the target's own typing. For CUDA this
-    is ``numba.cuda.compile_ptx(..., device=True)``: it types and lowers the UDF without a GPU,
-    so CI catches what the CUDA target cannot compile."""
+    """The numba type the UDF returns for these inputs (see :func:`udf_traits`)."""
+    return udf_traits(f, spec).result
+
+
+def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
+    """The UDF's result type and what its code needs, from the target's own typing and lowering. For
+    CUDA this is ``numba.cuda.compile_ptx(..., device=True)``: it types and lowers the UDF without a
+    GPU, so CI catches what the CUDA target cannot compile. Allocation and row failure are read off
+    the compiled code: they reference the arena state or the row-failure flags (strings/managed.py)."""
     na.register_numba_typing()
     key = (_function_key(f), spec.inputs, spec.null_mode, spec.target, spec.window)
     with _lock:
@@ -155,20 +176,22 @@ def udf_result_type(f: Callable, spec: KernelSpec) -> Any:
         if spec.target == "cuda":
             from numba import cuda
 
-            _, result = cuda.compile_ptx(compiled, args, device=True, cc=_compute_capability())
+            code, result = cuda.compile_ptx(compiled, args, device=True, cc=_compute_capability())
         else:
             import numba
 
             jitted = numba.njit(error_model="numpy")(compiled)
             jitted.compile(args)
             result = jitted.overloads[args].signature.return_type
+            code = jitted.overloads[args].library.get_llvm_str()
     except Exception as e:  # numba's TypingError, UnsupportedError, LoweringError, ...
         if type(e).__module__.startswith(("numba", "numba_cuda")) or "numba" in type(e).__module__:
             raise _friendly(f, e) from e
         raise
+    traits = UDFTraits(result, "arrowdev_arena_state" in code, "arrowdev_row_failed" in code)
     with _lock:
-        _result_cache[key] = result
-    return result
+        _result_cache[key] = traits
+    return traits
 
 
 def _compute_capability() -> tuple[int, int]:
@@ -214,27 +237,49 @@ def _valid(k: int) -> str:
     return f"((v{k}[(o{k} + i) >> 3] >> ((o{k} + i) & 7)) & 1)"
 
 
+def _store(out: str) -> tuple[str, list[str]]:
+    """(statement storing result ``r`` of row i, statements marking row i empty) for an output kind."""
+    if out == "utf8_pairs":  # address and size per row; a gather pass makes the Arrow buffers
+        return "store_pair(out, i, r)", ["out[2 * i] = 0", "out[2 * i + 1] = 0"]
+    if out == "utf8_view":  # the 16-byte view itself, bytes in the arena or inline
+        return "store_view(out, i, r)", ["out[4 * i] = 0", "out[4 * i + 1] = 0", "out[4 * i + 2] = 0",
+                                         "out[4 * i + 3] = 0"]
+    return "out[pad + i] = r", []
+
+
 def kernel_source(spec: KernelSpec) -> str:
     """The Python source of the kernel for ``spec`` (numba compiles it for the target)."""
     params = ", ".join(f"d{k}, v{k}, o{k}, e{k}" for k in range(len(spec.inputs)))
     # CPU: a loop; CUDA: one row per thread (a grid-stride loop measured 28% slower on an H200)
     rows = "    for i in range(n):" if spec.target == "cpu" else "    i = cuda.grid(1)\n    if i < n:"
-    lines = [f"def kernel(n, pad, out, out_valid, {params}):", rows]
+    lines = [f"def kernel(n, pad, out, out_valid, arena, {params}):", rows]
     if spec.window:
         return _rolling_source(spec, lines)
     nullable = [k for k, (_, has_validity) in enumerate(spec.inputs) if has_validity]
     body = [_load(k, dtype, spec.target) for k, (dtype, _) in enumerate(spec.inputs)]
     call = "udf(" + ", ".join(f"a{k}" if k in nullable and spec.null_mode == "aware" else f"x{k}"
                               for k in range(len(spec.inputs))) + ")"
+    start = ["begin_row(arena)"] if spec.arena else []
+    store, empty = _store(spec.out)
+    valid = "0 if row_failed() else 1" if spec.arena else "1"
+    guard = " and ".join(_valid(k) for k in nullable) if spec.null_mode == "propagate" else ""
     if spec.null_mode == "aware":
         body += [f"a{k} = x{k} if {_valid(k)} else None" for k in nullable]
-        body += [f"r = {call}", "if r is None:", "    out_valid[i] = 0", "else:",
-                 "    out[pad + i] = r", "    out_valid[i] = 1"]
-    elif spec.null_mode == "propagate" and nullable:
-        body += ["if " + " and ".join(_valid(k) for k in nullable) + ":", f"    out[pad + i] = {call}"]
+        body += [*start, f"r = {call}", "if r is None:", "    out_valid[i] = 0", *_indent(empty), "else:",
+                 f"    {store}", f"    out_valid[i] = {valid}"]
+    elif spec.flags:
+        computed = [*start, f"r = {call}", store, f"out_valid[i] = {valid}"]
+        body += ([f"if {guard}:", *_indent(computed), "else:", "    out_valid[i] = 0", *_indent(empty)] if guard
+                 else computed)
+    elif guard:
+        body += [f"if {guard}:", *_indent(start), f"    out[pad + i] = {call}"]
     else:
-        body += [f"out[pad + i] = {call}"]
+        body += [*start, f"out[pad + i] = {call}"]
     return "\n".join(lines + ["        " + b for b in body]) + "\n"
+
+
+def _indent(statements: list[str]) -> list[str]:
+    return ["    " + statement for statement in statements]
 
 
 def _rolling_source(spec: KernelSpec, lines: list[str]) -> str:
@@ -271,12 +316,14 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
         if key in _cache:
             return _cache[key]
     udf_result_type(f, spec)  # friendly errors, and the GPU check for `raise`
-    namespace: dict[str, Any] = {"np": np, "make_view": string_intrinsics()[spec.target]["make_view"]}
+    namespace: dict[str, Any] = {"np": np, **string_intrinsics()[spec.target]}
     if spec.target == "cuda":
         from numba import cuda
 
         namespace.update(cuda=cuda, udf=cuda.jit(device=True)(prepared(f)))
         kernel = cuda.jit(_exec(kernel_source(spec), namespace))
+        if spec.arena:
+            NRT_KERNELS.add(kernel)
     else:
         import numba
 
@@ -286,6 +333,20 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
     with _lock:
         _cache[key] = kernel
     return kernel
+
+
+@contextlib.contextmanager
+def cuda_nrt() -> Iterator[None]:
+    """numba-cuda's runtime switched on while a kernel that makes managed strings compiles and links."""
+    from numba.cuda import config
+
+    with _nrt_lock:
+        before = getattr(config, "CUDA_ENABLE_NRT", False)
+        config.CUDA_ENABLE_NRT = True
+        try:
+            yield
+        finally:
+            config.CUDA_ENABLE_NRT = before
 
 
 def _exec(source: str, namespace: dict[str, Any]) -> Callable:

@@ -63,10 +63,5 @@ def output_types(result_type, out_type: DataType | None) -> tuple[DataType, np.d
     if isinstance(result_type, (types.Integer, types.Float)):
         np_dtype = np.dtype(str(result_type))
         return DataType.from_arrow(pa.from_numpy_dtype(np_dtype)), np_dtype
-    from .strings.types import string_types
-
-    if isinstance(result_type, tuple(t for t in string_types() if isinstance(t, type))):
-        raise UnsupportedTypeError("the UDF returns a string; UDFs that return strings need managed strings, "
-                                   "which are not built yet: return a number or a bool")
     raise UnsupportedTypeError(f"the UDF returns {result_type}; expected a number or a bool "
                                "(or ad.NA); pass out_type= to choose the output type")

@@ -31,12 +31,12 @@ __all__ = ["Utf8Constant", "intrinsics", "with_string_constants"]
 def _cpu_target() -> SimpleNamespace:
     import numba.extending as api
     from numba.core import cgutils
-    from numba.core.imputils import lower_constant
+    from numba.core.imputils import lower_cast, lower_constant
     from numba.core.typing import templates
 
     return SimpleNamespace(name="cpu", typeof_impl=api.typeof_impl, type_callable=api.type_callable,
                            infer_getattr=api.infer_getattr, register_model=api.register_model, models=api.models,
-                           lower_builtin=api.lower_builtin, lower_constant=lower_constant,
+                           lower_builtin=api.lower_builtin, lower_constant=lower_constant, lower_cast=lower_cast,
                            intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
 
 
@@ -44,13 +44,13 @@ def _cuda_target() -> SimpleNamespace | None:
     try:
         import numba.cuda.extending as api
         from numba.cuda import cgutils
-        from numba.cuda.core.imputils import lower_constant
+        from numba.cuda.core.imputils import lower_cast, lower_constant
         from numba.cuda.typing import templates
     except ImportError:
         return None
     return SimpleNamespace(name="cuda", typeof_impl=api.typeof_impl, type_callable=api.type_callable,
                            infer_getattr=api.infer_getattr, register_model=api.register_model,
-                           models=api.core_models, lower_builtin=api.lower_builtin, lower_constant=lower_constant,
+                           models=api.core_models, lower_builtin=api.lower_builtin, lower_constant=lower_constant, lower_cast=lower_cast,
                            intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from .managed import register_managed
 from .types import string_types
 
 
@@ -241,15 +242,15 @@ PREDICATES = ("isalpha", "isalnum", "isdecimal", "isdigit", "isnumeric", "isspac
 
 def register_lowering(target: Any) -> dict[str, Any]:
     """Registers the constant, the intrinsics and every operation with one target; returns the
-    intrinsics (the kernels build views with ``make_view``)."""
+    intrinsics the kernels use (``make_view``, ``begin_row``, ``row_failed``, ...)."""
     from llvmlite import ir
     from numba.core import types
 
-    StringView, string_view, Utf8ConstantType = string_types()
+    t = string_types()
     cgutils = target.cgutils
-    stringlike = (StringView, Utf8ConstantType)
+    stringlike = t.stringlike
 
-    @target.lower_constant(Utf8ConstantType)
+    @target.lower_constant(t.Utf8ConstantType)
     def _constant(context, builder, ty, value):
         data = bytearray(ty.data) or bytearray(b"\0")
         array = cgutils.global_constant(builder.module, f"arrowdev_utf8_{abs(hash(ty.data)):x}_{len(ty.data)}",
@@ -262,12 +263,12 @@ def register_lowering(target: Any) -> dict[str, Any]:
     @target.intrinsic
     def make_view(typingctx, address, size):
         def codegen(context, builder, sig, args):
-            view = cgutils.create_struct_proxy(string_view)(context, builder)
+            view = cgutils.create_struct_proxy(t.string_view)(context, builder)
             view.data = builder.inttoptr(args[0], ir.IntType(8).as_pointer())
             view.size = args[1]
             return view._getvalue()
 
-        return string_view(types.int64, types.int64), codegen
+        return t.string_view(types.int64, types.int64), codegen
 
     @target.intrinsic
     def byte_at(typingctx, s, index):
@@ -292,28 +293,143 @@ def register_lowering(target: Any) -> dict[str, Any]:
 
     helpers, impls = _utf8_impls(byte_at, size_of)
 
-    def lower_with(impl):
-        def lower(context, builder, sig, args):
-            return context.compile_internal(builder, impl, sig, args)
-
-        return lower
-
     for stub, (result, impl) in helpers.items():
-        _register_helper(target, stub, getattr(types, result), stringlike, lower_with(impl))
-    _register_number_helpers(target, lower_with)
+        _register_helper(target, stub, getattr(types, result), stringlike, _lower_with(impl))
+    _register_number_helpers(target, _lower_with)
 
     for left in stringlike:
-        target.lower_builtin(len, left)(lower_with(impls["len"]))
+        target.lower_builtin(len, left)(_lower_with(impls["len"]))
         for right in stringlike:
             for op, name in COMPARISONS.items():
-                target.lower_builtin(op, left, right)(lower_with(impls[name]))
-            target.lower_builtin(operator.contains, left, right)(lower_with(impls["contains"]))
-    for name in METHODS:
-        for right in stringlike:
-            target.lower_builtin(f"StringView.{name}", StringView, right)(lower_with(impls[name]))
-    for name in PREDICATES:
-        target.lower_builtin(f"StringView.{name}", StringView)(lower_with(impls[name]))
-    return {"make_view": make_view}
+                target.lower_builtin(op, left, right)(_lower_with(impls[name]))
+            target.lower_builtin(operator.contains, left, right)(_lower_with(impls["contains"]))
+        for name in METHODS:
+            for right in stringlike:
+                target.lower_builtin(f"String.{name}", left, right)(_lower_with(impls[name]))
+        for name in PREDICATES:
+            target.lower_builtin(f"String.{name}", left)(_lower_with(impls[name]))
+    intrinsics = register_managed(target)
+    intrinsics.update(make_view=make_view, byte_at=byte_at)
+    _register_operations(target, intrinsics, byte_at, size_of)
+    return intrinsics
+
+
+def _lower_with(impl: Any) -> Any:
+    def lower(context, builder, sig, args):
+        return context.compile_internal(builder, impl, sig, args)
+
+    return lower
+
+
+def _stub(name: str, argcount: int) -> Any:
+    """A Python function standing for helper ``name`` in compiled code (numba calls its lowering)."""
+    params = ", ".join(f"a{k}" for k in range(argcount))
+    namespace: dict[str, Any] = {}
+    exec(f"def {name}({params}):\n    raise NotImplementedError('compiled only')\n", namespace)
+    return namespace[name]
+
+
+def _fixed_result(argcount: int, result: Any) -> Any:
+    """A type_callable typer for a helper of ``argcount`` arguments that always returns ``result``
+    (numba binds the typer's own parameters to the call's arguments, so their number must match)."""
+    params = ", ".join(f"a{k}" for k in range(argcount))
+    namespace: dict[str, Any] = {"result": result}
+    exec(f"def typer({params}):\n    return result\n", namespace)
+    return lambda context: namespace["typer"]
+
+
+_OPERATION_STUBS: dict[str, Any] = {}
+
+
+def _operation_stubs() -> dict[str, Any]:
+    """One stub per helper of ``operations`` (shared by the targets: each registers its own lowering)."""
+    from . import operations
+
+    if not _OPERATION_STUBS:
+        for name in operations.HELPERS:
+            code = getattr(operations, name).__code__
+            _OPERATION_STUBS[name] = _stub(name, code.co_argcount)
+    return _OPERATION_STUBS
+
+
+def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, size_of: Any) -> None:
+    """Typing-key -> lowering of every string-making and parsing operation of ``operations``."""
+    import numpy as np
+    from numba.core import types
+
+    from . import operations
+    from . import unicode_tables as tables
+    from .literals import Utf8Constant, to_str
+    from .managed import register_casts
+
+    t = string_types()
+    stubs = _operation_stubs()
+    names: dict[str, Any] = {**intrinsics, **stubs, "byte_at": byte_at, "size_of": size_of,
+                             "chars_before": chars_before, "code_point_at": code_point_at, "in_ranges": in_ranges,
+                             "find_byte": find_byte, "rfind_byte": rfind_byte, "matches_at": matches_at,
+                             "_width_of": _width_of, "SPACE_CHAR": Utf8Constant(" ")}
+    for name in ("UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "SPACE", "UPPER", "LOWER", "CASED", "CASE_IGNORABLE",
+                 "DECIMAL"):
+        names[name] = np.array(getattr(tables, name), dtype=np.int64)
+    functions = operations.bind(names)
+    results = {"int64": types.int64, "boolean": types.boolean, "float64": types.float64,
+               "managed": t.managed_string}
+    for name, result in operations.HELPERS.items():
+        stub = stubs[name]
+
+        target.type_callable(stub)(_fixed_result(stub.__code__.co_argcount, results[result]))
+        target.lower_builtin(stub, *[types.Any] * stub.__code__.co_argcount)(_lower_with(functions[name]))
+    register_casts(target, functions["copy_of"])
+
+    def lower(key: Any, name: str, *argtypes: Any) -> None:
+        target.lower_builtin(key, *argtypes)(_lower_with(functions[name]))
+
+    anything, integer = types.Any, types.Integer
+    for s in t.stringlike:
+        for name in ("upper", "lower", "swapcase", "title", "capitalize", "strip", "lstrip", "rstrip"):
+            lower(f"String.{name}", name, s)
+        for name in ("strip", "lstrip", "rstrip"):
+            lower(f"String.{name}", f"{name}_chars", s, anything)
+        for name in ("index", "rindex"):
+            lower(f"String.{name}", name, s, anything)
+        lower("String.replace", "replace", s, anything, anything)
+        lower("String.replace", "replace_count", s, anything, anything, anything)
+        lower("String.zfill", "zfill", s, anything)
+        for name in ("ljust", "rjust", "center"):
+            lower(f"String.{name}", name, s, anything, anything)
+            lower(f"String.{name}", f"{name}_space", s, anything)
+        lower(operator.add, "concat", s, anything)
+        lower(operator.mul, "repeat", s, integer)
+        lower(operator.mul, "repeat_left", integer, s)
+        lower(operator.getitem, "char_at", s, integer)
+        lower(operator.getitem, "sliced", s, types.SliceType)
+        lower(int, "to_int", s)
+        lower(float, "to_float", s)
+        lower(to_str, "string_of", s)
+    lower(to_str, "from_int", integer)
+    _register_stores(target, intrinsics, functions)
+
+
+def _register_stores(target: Any, intrinsics: dict[str, Any], functions: dict[str, Any]) -> None:
+    """``store_pair`` / ``store_view`` for the kernels: the result argument is typed as a managed
+    string, so numba converts a view, a literal or an Optional (known not None there) to one."""
+    from numba.core import types
+    from numba.core.typing import signature
+
+    from . import operations
+
+    t = string_types()
+    for name in operations.STORES:
+        stub = _stub(name, 3)
+
+        def typer_for(context):
+            def typer(out, i, r):
+                return signature(types.none, out, types.int64, t.managed_string)
+            return typer
+
+        target.type_callable(stub)(typer_for)
+        target.lower_builtin(stub, types.Any, types.Any, types.Any)(_lower_with(functions[name]))
+        intrinsics[name] = stub
 
 
 def _register_helper(target: Any, stub: Any, result: Any, stringlike: tuple, lower: Any) -> None:

@@ -1,5 +1,6 @@
-"""Data models: a string view and a string literal are both ``{data: uint8*, size: int64}``, so every
-string operation has one implementation for views and literals alike."""
+"""Data models: a string view and a string literal are ``{data: uint8*, size: int64}``; a managed string
+is ``{meminfo, data, size}``, its MemInfo pointer being what numba's runtime increfs and decrefs. Field
+names are shared, so every string operation has one implementation for all three."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ from .types import string_types
 
 
 def register_models(target: Any) -> None:
-    """Registers both types' struct model with one target's registry."""
+    """Registers the three struct models with one target's registry."""
     from numba.core import types
 
-    StringView, _, Utf8ConstantType = string_types()
+    t = string_types()
+    bytes_fields = [("data", types.CPointer(types.uint8)), ("size", types.int64)]
 
     class ViewModel(target.models.StructModel):
         def __init__(self, dmm: Any, fe_type: Any) -> None:
-            super().__init__(dmm, fe_type, [("data", types.CPointer(types.uint8)), ("size", types.int64)])
+            super().__init__(dmm, fe_type, bytes_fields)
 
-    target.register_model(StringView)(ViewModel)
-    target.register_model(Utf8ConstantType)(ViewModel)
+    class ManagedModel(target.models.StructModel):
+        def __init__(self, dmm: Any, fe_type: Any) -> None:
+            super().__init__(dmm, fe_type, [("meminfo", types.MemInfoPointer(types.voidptr)), *bytes_fields])
+
+    target.register_model(t.StringView)(ViewModel)
+    target.register_model(t.Utf8ConstantType)(ViewModel)
+    target.register_model(t.ManagedString)(ManagedModel)

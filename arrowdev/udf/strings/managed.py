@@ -1,0 +1,219 @@
+"""Managed strings on the device: allocation from the launch's arena, the MemInfo header, byte writes,
+slices that share a MemInfo, and per-row failure flags. Lowered for one numba target at a time.
+
+How an operation finds the arena. A UDF's signature is the user's, so it cannot carry the arena. The kernel
+calls ``begin_row(state)`` before the UDF: it stores the address of the launch's arena state in
+``arrowdev_arena_state``, a variable every module of the kernel shares (a per-block ``__shared__`` variable on
+CUDA, so concurrent launches of one kernel never see each other's arena; a module global on the CPU, where a
+kernel runs holding the GIL), and clears the row's failure flag.
+
+Arena state (int64[4], written by the host): base address, capacity, bytes claimed (an atomic counter that
+keeps counting past the capacity, so the host learns what a re-run needs), unused.
+
+Allocation is one atomic add. A block is a MemInfo header (``HEADER`` bytes, NRT's layout: refct, dtor,
+dtor_info, data, size) and the bytes, rounded up to 8. The header's count starts at 2: one reference for the
+new value, which NRT increfs and decrefs through the UDF, and one the arena owns. NRT's decref therefore never
+reaches zero, so NRT never calls device ``free`` on arena memory; the arena drops its references all at once
+when it is released. If the arena is full the string comes back empty (size 0, MemInfo NULL, data pointing
+at the state), writes to it are skipped, and the host re-runs the launch with a larger arena; nothing is
+truncated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .types import string_types
+
+HEADER = 48  # bytes of a MemInfo block header (NRT's MemInfo is 40 bytes on CUDA, 48 on the CPU)
+STATE_WORDS = 4  # base, capacity, claimed, unused
+MAX_THREADS_PER_BLOCK = 1024
+
+
+def _global(builder: Any, name: str, ty: Any, cuda: bool) -> Any:
+    """The module's ``name`` variable, declared linkonce_odr so every module of one kernel shares it."""
+    from llvmlite import ir
+
+    module = builder.module
+    try:
+        return module.get_global(name)
+    except KeyError:
+        gv = ir.GlobalVariable(module, ty, name, addrspace=3 if cuda else 0)
+        gv.linkage = "linkonce_odr"
+        gv.initializer = ir.Constant(ty, ir.Undefined if cuda else None)
+        gv.align = 8
+        return gv
+
+
+def register_managed(target: Any) -> dict[str, Any]:
+    """Registers the managed-string intrinsics and casts with one target; returns the intrinsics."""
+    from llvmlite import ir
+    from numba.core import types
+
+    t = string_types()
+    cgutils = target.cgutils
+    cuda = target.name == "cuda"
+    i8, i64 = ir.IntType(8), ir.IntType(64)
+    state_ptr_t = i64.as_pointer()
+
+    def state_slot(builder):
+        return _global(builder, "arrowdev_arena_state", state_ptr_t, cuda)
+
+    def row_flag(builder):
+        flags = _global(builder, "arrowdev_row_failed", ir.ArrayType(i8, MAX_THREADS_PER_BLOCK if cuda else 1), cuda)
+        if cuda:
+            from numba.cuda import nvvmutils
+
+            lane = builder.zext(nvvmutils.call_sreg(builder, "tid.x"), i64)
+        else:
+            lane = i64(0)
+        return builder.gep(flags, [i64(0), lane])
+
+    @target.intrinsic
+    def begin_row(typingctx, state):
+        def codegen(context, builder, sig, args):
+            builder.store(builder.inttoptr(args[0], state_ptr_t), state_slot(builder))
+            builder.store(i8(0), row_flag(builder))
+            return context.get_dummy_value()
+
+        return types.none(types.int64), codegen
+
+    @target.intrinsic
+    def fail_row(typingctx):
+        def codegen(context, builder, sig, args):
+            builder.store(i8(1), row_flag(builder))
+            return context.get_dummy_value()
+
+        return types.none(), codegen
+
+    @target.intrinsic
+    def row_failed(typingctx):
+        def codegen(context, builder, sig, args):
+            return builder.icmp_unsigned("!=", builder.load(row_flag(builder)), i8(0))
+
+        return types.boolean(), codegen
+
+    @target.intrinsic
+    def new_string(typingctx, nbytes):
+        def codegen(context, builder, sig, args):
+            return _allocate(context, builder, args[0])
+
+        return t.managed_string(types.int64), codegen
+
+    def _allocate(context, builder, nbytes):
+        state = builder.load(state_slot(builder))
+        rounded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))
+        total = builder.add(rounded, i64(HEADER))
+        claimed = builder.atomic_rmw("add", builder.gep(state, [i64(2)]), total, "monotonic")
+        capacity = builder.load(builder.gep(state, [i64(1)]))
+        fits = builder.icmp_signed("<=", builder.add(claimed, total), capacity)
+        out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
+        with builder.if_else(fits) as (then, otherwise):
+            with then:
+                block = builder.add(builder.load(builder.gep(state, [i64(0)])), claimed)
+                header = builder.inttoptr(block, i64.as_pointer())
+                data = builder.add(block, i64(HEADER))
+                for slot, value in enumerate((i64(2), i64(0), i64(0), data, nbytes)):  # NRT's MemInfo layout
+                    builder.store(value, builder.gep(header, [i64(slot)]))
+                out.meminfo = builder.inttoptr(block, out.meminfo.type)
+                out.data = builder.inttoptr(data, out.data.type)
+                out.size = nbytes
+            with otherwise:  # arena full: an empty string; the host sees the counter and re-runs
+                out.meminfo = ir.Constant(out.meminfo.type, None)
+                out.data = builder.bitcast(state, out.data.type)
+                out.size = i64(0)
+        return out._getvalue()
+
+    @target.intrinsic
+    def set_byte(typingctx, s, index, value):
+        if not isinstance(s, t.ManagedString):
+            return None
+
+        def codegen(context, builder, sig, args):
+            string = cgutils.create_struct_proxy(t.managed_string)(context, builder, value=args[0])
+            index, value = args[1], context.cast(builder, args[2], sig.args[2], types.int64)
+            inside = builder.icmp_unsigned("<", index, string.size)  # a failed allocation has size 0
+            with builder.if_then(inside, likely=True):
+                builder.store(builder.trunc(value, i8), builder.gep(string.data, [index]))
+            return context.get_dummy_value()
+
+        return types.none(s, types.int64, value), codegen
+
+    @target.intrinsic
+    def substring(typingctx, s, start, nbytes):
+        """``nbytes`` bytes of ``s`` from byte ``start``: no copy; a managed string shares its MemInfo."""
+        if not isinstance(s, t.stringlike):
+            return None
+
+        def codegen(context, builder, sig, args):
+            source = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+            out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
+            if isinstance(sig.args[0], t.ManagedString):
+                out.meminfo = source.meminfo
+            else:
+                out.meminfo = ir.Constant(out.meminfo.type, None)
+            out.data = builder.gep(source.data, [args[1]])
+            out.size = args[2]
+            value = out._getvalue()
+            if context.enable_nrt and isinstance(sig.args[0], t.ManagedString):
+                context.nrt.incref(builder, t.managed_string, value)  # a new reference to the shared MemInfo
+            return value
+
+        return t.managed_string(s, types.int64, types.int64), codegen
+
+    @target.intrinsic
+    def meminfo_of(typingctx, s):
+        """The address of a managed string's MemInfo (0 when it borrows its bytes)."""
+        if not isinstance(s, t.ManagedString):
+            return None
+
+        def codegen(context, builder, sig, args):
+            string = cgutils.create_struct_proxy(t.managed_string)(context, builder, value=args[0])
+            return builder.ptrtoint(string.meminfo, i64)
+
+        return types.int64(s), codegen
+
+    @target.intrinsic
+    def address_of(typingctx, s):
+        if not isinstance(s, t.stringlike):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.ptrtoint(cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0]).data, i64)
+
+        return types.int64(s), codegen
+
+    @target.intrinsic
+    def arena_base(typingctx):
+        """The arena's base address (string_view outputs address it as 2 GiB windows)."""
+        def codegen(context, builder, sig, args):
+            return builder.load(builder.gep(builder.load(state_slot(builder)), [i64(0)]))
+
+        return types.int64(), codegen
+
+    return {"begin_row": begin_row, "fail_row": fail_row, "row_failed": row_failed, "new_string": new_string,
+            "set_byte": set_byte, "substring": substring, "meminfo_of": meminfo_of, "address_of": address_of,
+            "arena_base": arena_base}
+
+
+def register_casts(target: Any, copy_impl: Any) -> None:
+    """View -> managed: the same bytes, no MemInfo. Literal -> managed: a copy in the arena (a literal's
+    bytes live in the kernel's module, which is no Arrow buffer)."""
+    from llvmlite import ir
+
+    t = string_types()
+    cgutils = target.cgutils
+
+    @target.lower_cast(t.StringView, t.ManagedString)
+    def _view_to_managed(context, builder, fromty, toty, value):
+        view = cgutils.create_struct_proxy(fromty)(context, builder, value=value)
+        out = cgutils.create_struct_proxy(toty)(context, builder)
+        out.meminfo = ir.Constant(out.meminfo.type, None)
+        out.data, out.size = view.data, view.size
+        return out._getvalue()
+
+    @target.lower_cast(t.Utf8ConstantType, t.ManagedString)
+    def _literal_to_managed(context, builder, fromty, toty, value):
+        from numba.core.typing import signature
+
+        return context.compile_internal(builder, copy_impl, signature(toty, fromty), [value])

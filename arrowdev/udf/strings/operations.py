@@ -1,0 +1,729 @@
+"""String operations that make strings, or parse them, written as plain Python over a few intrinsics.
+
+Each function here is compiled inside the UDF that uses it (``context.compile_internal``), once per numba
+target, with that target's intrinsics bound to the names below (``bind``). Helpers called from these
+functions are lowered the same way (``HELPERS``: name -> result type), not jitted: numba-cuda would compile a
+called device function for the current GPU, and CI has none.
+
+Every result equals Python's ``str`` on valid UTF-8. New bytes come from ``new_string`` (the launch's arena,
+see ``managed.py``); results that are part of an existing string (``strip``, slices, indexing, a
+``replace`` that matched nothing) are ``substring``\\ s: no copy, the MemInfo shared. Operations Python would
+raise in (``int("x")``, ``s[99]``, ``s.index("absent")``) call ``fail_row()``: the row becomes null.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+from typing import Any
+
+# Bound per target by ``bind``: intrinsics, the lowering module's helpers, and the Unicode tables.
+byte_at = size_of = new_string = set_byte = substring = fail_row = None
+chars_before = code_point_at = in_ranges = find_byte = rfind_byte = matches_at = _width_of = None
+SPACE_CHAR = UPPER_MAP = LOWER_MAP = TITLE_MAP = SPACE = UPPER = LOWER = CASED = CASE_IGNORABLE = DECIMAL = None
+
+HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "int64", "_mapped_size": "int64",
+           "_write_mapped": "int64", "_final_sigma": "boolean", "_byte_of_char": "int64", "_previous": "int64",
+           "_has_code": "boolean", "_strippable": "boolean", "_fill": "int64", "_copy": "int64",
+           "_digit": "int64", "_skip_space": "int64", "_skip_space_back": "int64", "_case": "managed",
+           "_strip": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_row": "int64",
+           "_mapped_code": "int64", "_ascii_mapped": "int64", "_case_rule": "int64", "_case_size": "int64",
+           "_scaled": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+def _utf8_size(code):
+    return 1 if code < 0x80 else (2 if code < 0x800 else (3 if code < 0x10000 else 4))
+
+
+def _put(out, pos, code):
+    """Writes ``code`` as UTF-8 at byte ``pos``; returns the next position."""
+    if code < 0x80:
+        set_byte(out, pos, code)
+        return pos + 1
+    if code < 0x800:
+        set_byte(out, pos, 0xC0 | (code >> 6))
+        set_byte(out, pos + 1, 0x80 | (code & 0x3F))
+        return pos + 2
+    if code < 0x10000:
+        set_byte(out, pos, 0xE0 | (code >> 12))
+        set_byte(out, pos + 1, 0x80 | ((code >> 6) & 0x3F))
+        set_byte(out, pos + 2, 0x80 | (code & 0x3F))
+        return pos + 3
+    set_byte(out, pos, 0xF0 | (code >> 18))
+    set_byte(out, pos + 1, 0x80 | ((code >> 12) & 0x3F))
+    set_byte(out, pos + 2, 0x80 | ((code >> 6) & 0x3F))
+    set_byte(out, pos + 3, 0x80 | (code & 0x3F))
+    return pos + 4
+
+
+def _copy(out, pos, s, start, count):
+    """Copies ``count`` bytes of ``s`` from ``start`` to ``out`` at ``pos``; returns the next position."""
+    for k in range(count):
+        set_byte(out, pos + k, byte_at(s, start + k))
+    return pos + count
+
+
+def _fill(out, pos, code, times):
+    for _ in range(times):
+        pos = _put(out, pos, code)
+    return pos
+
+
+def _row_of(code, table):
+    """Row of ``code`` in a (code, m1, m2, m3) mapping table, or -1."""
+    low, high = 0, len(table) // 4 - 1
+    while low <= high:
+        middle = (low + high) // 2
+        key = table[4 * middle]
+        if code < key:
+            high = middle - 1
+        elif code > key:
+            low = middle + 1
+        else:
+            return middle
+    return -1
+
+
+def _mapped_row(code, which):
+    """Row of ``code`` in mapping table ``which`` (1 upper, 2 lower, 3 title; 0: no mapping), or -1."""
+    if which == 1:
+        return _row_of(code, UPPER_MAP)
+    if which == 2:
+        return _row_of(code, LOWER_MAP)
+    if which == 3:
+        return _row_of(code, TITLE_MAP)
+    return -1
+
+
+def _mapped_code(which, row, k):
+    """The k-th code point (1..3) of row ``row`` of table ``which``; 0 past its end."""
+    if which == 1:
+        return UPPER_MAP[4 * row + k]
+    if which == 2:
+        return LOWER_MAP[4 * row + k]
+    return TITLE_MAP[4 * row + k]
+
+
+def _ascii_mapped(code, which):
+    if which == 2:
+        return code + 32 if 65 <= code <= 90 else code
+    if which != 0:
+        return code - 32 if 97 <= code <= 122 else code
+    return code
+
+
+def _mapped_size(code, which):
+    """UTF-8 bytes of ``code`` mapped by table ``which`` (itself when unmapped)."""
+    if code < 0x80:
+        return 1
+    row = _mapped_row(code, which)
+    if row < 0:
+        return _utf8_size(code)
+    n = 0
+    for k in range(1, 4):
+        mapped = _mapped_code(which, row, k)
+        if mapped != 0:
+            n += _utf8_size(mapped)
+    return n
+
+
+def _write_mapped(out, pos, code, which):
+    if code < 0x80:
+        set_byte(out, pos, _ascii_mapped(code, which))
+        return pos + 1
+    row = _mapped_row(code, which)
+    if row < 0:
+        return _put(out, pos, code)
+    for k in range(1, 4):
+        mapped = _mapped_code(which, row, k)
+        if mapped != 0:
+            pos = _put(out, pos, mapped)
+    return pos
+
+
+def _previous(s, at):
+    """Byte index of the character before the one at ``at``."""
+    at -= 1
+    while at > 0 and (byte_at(s, at) & 0xC0) == 0x80:
+        at -= 1
+    return at
+
+
+def _final_sigma(s, at):
+    """Whether the capital sigma at ``at`` ends a word (CPython's rule: a cased character before it,
+    case-ignorable ones skipped, and none after it)."""
+    before = at
+    found = False
+    while before > 0:
+        before = _previous(s, before)
+        code = code_point_at(s, before)
+        if not in_ranges(code, CASE_IGNORABLE):
+            found = in_ranges(code, CASED)
+            break
+    if not found:
+        return False
+    after = at + 2
+    while after < size_of(s):
+        code = code_point_at(s, after)
+        if not in_ranges(code, CASE_IGNORABLE):
+            return not in_ranges(code, CASED)
+        after += _width_of(byte_at(s, after))
+    return True
+
+
+def _case_rule(s, at, code, mode, previous_cased):
+    """How the character at ``at`` maps under ``mode`` (0 upper, 1 lower, 2 swapcase, 3 title,
+    4 capitalize), with CPython's rules: ``which << 24 | code``, ``which`` the table (0 none, 1 upper,
+    2 lower, 3 title) and ``code`` the character, a capital sigma that ends a word already made final."""
+    which = 1
+    if mode == 1:
+        which = 2
+    elif mode == 2:
+        which = 2 if in_ranges(code, UPPER) else (1 if in_ranges(code, LOWER) else 0)
+    elif mode == 3:
+        which = 2 if previous_cased else 3
+    elif mode == 4:
+        which = 3 if at == 0 else 2
+    if which == 2 and code == 0x3A3 and _final_sigma(s, at):
+        code = 0x3C2
+    return (which << 24) | code
+
+
+def _case_size(s, mode):
+    total, at, previous_cased = 0, 0, False
+    while at < size_of(s):
+        code = code_point_at(s, at)
+        rule = _case_rule(s, at, code, mode, previous_cased)
+        total += _mapped_size(rule & 0xFFFFFF, rule >> 24)
+        previous_cased = in_ranges(code, CASED) if mode == 3 else False
+        at += _width_of(byte_at(s, at))
+    return total
+
+
+def _case(s, mode):
+    out = new_string(_case_size(s, mode))
+    pos, at, previous_cased = 0, 0, False
+    while at < size_of(s):
+        code = code_point_at(s, at)
+        rule = _case_rule(s, at, code, mode, previous_cased)
+        pos = _write_mapped(out, pos, rule & 0xFFFFFF, rule >> 24)
+        previous_cased = in_ranges(code, CASED) if mode == 3 else False
+        at += _width_of(byte_at(s, at))
+    return out
+
+
+def _has_code(chars, code):
+    at = 0
+    while at < size_of(chars):
+        if code_point_at(chars, at) == code:
+            return True
+        at += _width_of(byte_at(chars, at))
+    return False
+
+
+def _strippable(code, chars, whitespace):
+    return in_ranges(code, SPACE) if whitespace else _has_code(chars, code)
+
+
+def _strip(s, chars, whitespace, left, right):
+    start, end = 0, size_of(s)
+    if left:
+        while start < end and _strippable(code_point_at(s, start), chars, whitespace):
+            start += _width_of(byte_at(s, start))
+    if right:
+        while end > start:
+            last = _previous(s, end)
+            if not _strippable(code_point_at(s, last), chars, whitespace):
+                break
+            end = last
+    return substring(s, start, end - start)
+
+
+def _byte_of_char(s, index):
+    """Byte index of character ``index`` (0 <= index <= len)."""
+    at, seen = 0, 0
+    while seen < index and at < size_of(s):
+        at += _width_of(byte_at(s, at))
+        seen += 1
+    return at
+
+
+def _pad(s, width, fill, left_share):
+    """``s`` padded to ``width`` characters with ``fill`` (one character); ``left_share``: 0 (ljust),
+    1 (rjust), 2 (center, CPython's rounding)."""
+    n = chars_before(s, size_of(s))
+    if size_of(fill) == 0 or chars_before(fill, size_of(fill)) != 1:
+        fail_row()  # Python: TypeError, the fill character must be exactly one character long
+        return substring(s, 0, 0)
+    if width <= n:
+        return substring(s, 0, size_of(s))
+    margin = width - n
+    left = 0 if left_share == 0 else (margin if left_share == 1 else margin // 2 + (margin & width & 1))
+    code = code_point_at(fill, 0)
+    out = new_string(size_of(s) + margin * size_of(fill))
+    pos = _fill(out, 0, code, left)
+    pos = _copy(out, pos, s, 0, size_of(s))
+    _fill(out, pos, code, margin - left)
+    return out
+
+
+def _digit(code):
+    """Decimal value of a Unicode decimal digit (they come in runs of ten from 0), or -1."""
+    if 48 <= code <= 57:
+        return code - 48
+    low, high = 0, len(DECIMAL) // 2 - 1
+    while low <= high:
+        middle = (low + high) // 2
+        if code < DECIMAL[2 * middle]:
+            high = middle - 1
+        elif code > DECIMAL[2 * middle + 1]:
+            low = middle + 1
+        else:
+            return (code - DECIMAL[2 * middle]) % 10
+    return -1
+
+
+def _skip_space(s, at):
+    while at < size_of(s) and in_ranges(code_point_at(s, at), SPACE):
+        at += _width_of(byte_at(s, at))
+    return at
+
+
+def _skip_space_back(s, end):
+    while end > 0:
+        last = _previous(s, end)
+        if not in_ranges(code_point_at(s, last), SPACE):
+            break
+        end = last
+    return end
+
+
+def _ascii_lower(code):
+    return code + 32 if 65 <= code <= 90 else code
+
+
+# --- operations ------------------------------------------------------------------------------------
+
+def _copy_of(s):
+    out = new_string(size_of(s))
+    _copy(out, 0, s, 0, size_of(s))
+    return out
+
+
+def copy_of(s):
+    return _copy_of(s)
+
+
+def concat(a, b):
+    out = new_string(size_of(a) + size_of(b))
+    _copy(out, _copy(out, 0, a, 0, size_of(a)), b, 0, size_of(b))
+    return out
+
+
+def _repeat(s, times):
+    if times <= 0:
+        return substring(s, 0, 0)
+    out = new_string(size_of(s) * times)
+    pos = 0
+    for _ in range(times):
+        pos = _copy(out, pos, s, 0, size_of(s))
+    return out
+
+
+def repeat(s, times):
+    return _repeat(s, times)
+
+
+def repeat_left(times, s):
+    return _repeat(s, times)
+
+
+def upper(s):
+    return _case(s, 0)
+
+
+def lower(s):
+    return _case(s, 1)
+
+
+def swapcase(s):
+    return _case(s, 2)
+
+
+def title(s):
+    return _case(s, 3)
+
+
+def capitalize(s):
+    return _case(s, 4)
+
+
+def strip(s):
+    return _strip(s, s, True, True, True)
+
+
+def lstrip(s):
+    return _strip(s, s, True, True, False)
+
+
+def rstrip(s):
+    return _strip(s, s, True, False, True)
+
+
+def strip_chars(s, chars):
+    return _strip(s, chars, False, True, True)
+
+
+def lstrip_chars(s, chars):
+    return _strip(s, chars, False, True, False)
+
+
+def rstrip_chars(s, chars):
+    return _strip(s, chars, False, False, True)
+
+
+def _replace(s, old, new, count):
+    """Python's ``s.replace(old, new, count)`` (count < 0: all)."""
+    n_chars = chars_before(s, size_of(s))
+    if size_of(old) == 0:  # new goes before every character and at the end, count times at most
+        matches = n_chars + 1 if count < 0 else min(count, n_chars + 1)
+    else:
+        matches, at = 0, 0
+        while (count < 0 or matches < count) and at <= size_of(s) - size_of(old):
+            if matches_at(s, old, at):
+                matches += 1
+                at += size_of(old)
+            else:
+                at += 1
+    if matches == 0:
+        return substring(s, 0, size_of(s))
+    out = new_string(size_of(s) + matches * (size_of(new) - size_of(old)))
+    pos, at, done = 0, 0, 0
+    if size_of(old) == 0:
+        while done < matches:
+            pos = _copy(out, pos, new, 0, size_of(new))
+            done += 1
+            if at < size_of(s):
+                width = _width_of(byte_at(s, at))
+                pos = _copy(out, pos, s, at, width)
+                at += width
+        _copy(out, pos, s, at, size_of(s) - at)
+        return out
+    while at < size_of(s):
+        if done < matches and at <= size_of(s) - size_of(old) and matches_at(s, old, at):
+            pos = _copy(out, pos, new, 0, size_of(new))
+            at += size_of(old)
+            done += 1
+        else:
+            set_byte(out, pos, byte_at(s, at))
+            pos += 1
+            at += 1
+    return out
+
+
+def replace(s, old, new):
+    return _replace(s, old, new, -1)
+
+
+def replace_count(s, old, new, count):
+    return _replace(s, old, new, count)
+
+
+def char_at(s, index):
+    n = chars_before(s, size_of(s))
+    if index < 0:
+        index += n
+    if index < 0 or index >= n:
+        fail_row()  # Python: IndexError
+        return substring(s, 0, 0)
+    at = _byte_of_char(s, index)
+    return substring(s, at, _width_of(byte_at(s, at)))
+
+
+def sliced(s, piece):
+    start, stop, step = piece.indices(chars_before(s, size_of(s)))
+    if step == 1:
+        if stop <= start:
+            return substring(s, 0, 0)
+        first = _byte_of_char(s, start)
+        return substring(s, first, _byte_of_char(s, stop) - first)
+    total = 0
+    for write in range(2):
+        if write == 1:
+            out = new_string(total)
+        pos = 0
+        for index in range(start, stop, step):
+            at = _byte_of_char(s, index)
+            width = _width_of(byte_at(s, at))
+            if write == 0:
+                total += width
+            else:
+                pos = _copy(out, pos, s, at, width)
+    return out
+
+
+def zfill(s, width):
+    n = chars_before(s, size_of(s))
+    if width <= n:
+        return substring(s, 0, size_of(s))
+    zeros = width - n
+    out = new_string(size_of(s) + zeros)
+    signed = size_of(s) > 0 and (byte_at(s, 0) == 43 or byte_at(s, 0) == 45)
+    pos = _copy(out, 0, s, 0, 1) if signed else 0
+    pos = _fill(out, pos, 48, zeros)
+    _copy(out, pos, s, 1 if signed else 0, size_of(s) - (1 if signed else 0))
+    return out
+
+
+def ljust(s, width, fill):
+    return _pad(s, width, fill, 0)
+
+
+def rjust(s, width, fill):
+    return _pad(s, width, fill, 1)
+
+
+def center(s, width, fill):
+    return _pad(s, width, fill, 2)
+
+
+def ljust_space(s, width):
+    return _pad(s, width, SPACE_CHAR, 0)
+
+
+def rjust_space(s, width):
+    return _pad(s, width, SPACE_CHAR, 1)
+
+
+def center_space(s, width):
+    return _pad(s, width, SPACE_CHAR, 2)
+
+
+def from_int(value):
+    """``str(value)`` of an integer. Digits are taken from the value made non-positive, so the
+    minimum int64 needs no special case."""
+    negative = value < 0
+    rest = value if negative else -value
+    digits, probe = 1, -(rest // -10)
+    while probe != 0:
+        digits += 1
+        probe = -(probe // -10)
+    size = digits + (1 if negative else 0)
+    out = new_string(size)
+    pos = size - 1
+    for _ in range(digits):
+        set_byte(out, pos, 48 - rest % -10)
+        rest = -(rest // -10)
+        pos -= 1
+    if negative:
+        set_byte(out, 0, 45)
+    return out
+
+
+def to_int(s):
+    """``int(s)``: surrounding whitespace, a sign, decimal digits (any script) with single underscores
+    between them; a failure, or a value beyond int64, fails the row. The magnitude is accumulated
+    negated, so the minimum int64 fits."""
+    at, end = _skip_space(s, 0), _skip_space_back(s, size_of(s))
+    negative = False
+    if at < end and (byte_at(s, at) == 43 or byte_at(s, at) == 45):
+        negative = byte_at(s, at) == 45
+        at += 1
+    negated, digits, underscore = 0, 0, False
+    while at < end:
+        code = code_point_at(s, at)
+        if code == 95 and digits > 0 and not underscore:
+            underscore = True
+        else:
+            digit = _digit(code)
+            if digit < 0 or negated < -922337203685477580 or (negated == -922337203685477580 and digit > 8):
+                fail_row()
+                return 0
+            negated = negated * 10 - digit
+            digits += 1
+            underscore = False
+        at += _width_of(byte_at(s, at))
+    if digits == 0 or underscore or (not negative and negated == -9223372036854775807 - 1):
+        fail_row()
+        return 0
+    return negated if negative else -negated
+
+
+def to_float(s):
+    """``float(s)``: whitespace, a sign, ``inf`` / ``infinity`` / ``nan`` in any case, or digits (any
+    script, single underscores between them) with an optional fraction and exponent."""
+    at, end = _skip_space(s, 0), _skip_space_back(s, size_of(s))
+    sign = 1.0
+    if at < end and (byte_at(s, at) == 43 or byte_at(s, at) == 45):
+        sign = -1.0 if byte_at(s, at) == 45 else 1.0
+        at += 1
+    word = end - at
+    if word == 3 or word == 8:
+        letters = 0
+        for k in range(word):
+            letters = letters * 128 + _ascii_lower(byte_at(s, at + k))
+        if (word == 3 and letters == _INF) or (word == 8 and letters == _INFINITY):
+            return sign * np.inf
+        if word == 3 and letters == _NAN:
+            return np.nan
+    significand, significant, exponent, digits = 0, 0, 0, 0
+    seen_point, underscore, previous_digit = False, False, False
+    while at < end:
+        code = code_point_at(s, at)
+        digit = _digit(code)
+        if digit >= 0:
+            if significant < 18:  # 18 digits always fit an int64
+                if significand != 0 or digit != 0:
+                    significant += 1
+                significand = significand * 10 + digit
+                if seen_point:
+                    exponent -= 1
+            elif not seen_point:
+                exponent += 1
+            digits += 1
+            underscore, previous_digit = False, True
+        elif code == 95 and previous_digit:
+            underscore, previous_digit = True, False
+        elif code == 46 and not seen_point and not underscore:
+            seen_point, previous_digit = True, False
+        else:
+            break
+        at += _width_of(byte_at(s, at))
+    if digits == 0 or underscore:
+        fail_row()
+        return 0.0
+    if at < end:
+        if byte_at(s, at) != 101 and byte_at(s, at) != 69:
+            fail_row()
+            return 0.0
+        at += 1
+        exponent_sign = 1
+        if at < end and (byte_at(s, at) == 43 or byte_at(s, at) == 45):
+            exponent_sign = -1 if byte_at(s, at) == 45 else 1
+            at += 1
+        written, exponent_digits, underscore, previous_digit = 0, 0, False, False
+        while at < end:
+            code = code_point_at(s, at)
+            digit = _digit(code)
+            if digit >= 0:
+                if written < 100000:
+                    written = written * 10 + digit
+                exponent_digits += 1
+                underscore, previous_digit = False, True
+            elif code == 95 and previous_digit:
+                underscore, previous_digit = True, False
+            else:
+                fail_row()
+                return 0.0
+            at += _width_of(byte_at(s, at))
+        if exponent_digits == 0 or underscore:
+            fail_row()
+            return 0.0
+        exponent += exponent_sign * written
+    return sign * _scaled(significand, exponent)
+
+
+def _word(text):
+    """ASCII ``text`` (up to 9 letters) as one integer, 7 bits per letter, for comparisons in one step."""
+    value = 0
+    for letter in text:
+        value = value * 128 + ord(letter)
+    return value
+
+
+_INF, _NAN, _INFINITY = _word("inf"), _word("nan"), _word("infinity")
+
+
+def _scaled(significand, exponent):
+    """significand * 10**exponent, correctly rounded when both factors are exact doubles (Clinger's
+    fast path: significand < 2**53, |exponent| <= 22); otherwise within a few units in the last place."""
+    if significand == 0:
+        return 0.0
+    value = float(significand)
+    if exponent < 0:
+        if exponent >= -22:
+            return value / 10.0 ** (-exponent)
+        while exponent < -300:
+            value /= 1e100
+            exponent += 100
+        return value / 10.0 ** (-exponent)
+    if exponent <= 22:
+        return value * 10.0 ** exponent
+    while exponent > 300:
+        value *= 1e100
+        exponent -= 100
+    return value * 10.0 ** exponent
+
+
+def index(s, sub):
+    at = find_byte(s, sub)
+    if at < 0:
+        fail_row()  # Python: ValueError
+        return -1
+    return chars_before(s, at)
+
+
+def rindex(s, sub):
+    at = rfind_byte(s, sub)
+    if at < 0:
+        fail_row()
+        return -1
+    return chars_before(s, at)
+
+
+def string_of(s):
+    return substring(s, 0, size_of(s))
+
+
+# --- results, as the kernel stores them --------------------------------------------------------------
+
+def store_pair(out, i, r):
+    """Row i's result as (address, size) for the gather pass (``string`` / ``large_string`` outputs)."""
+    out[2 * i] = address_of(r)
+    out[2 * i + 1] = size_of(r)
+
+
+def store_view(out, i, r):
+    """Row i's result as a 16-byte ``string_view`` view (int32 x 4): up to 12 bytes inline, otherwise a
+    prefix and (buffer, offset) in the arena, which is exported as 2 GiB buffers. Bytes outside the arena
+    (a row of an input column) are copied into it first."""
+    n = size_of(r)
+    out[4 * i] = n
+    if n <= 12:
+        for w in range(3):
+            word = 0
+            for k in range(4):
+                if 4 * w + k < n:
+                    word |= byte_at(r, 4 * w + k) << (8 * k)
+            out[4 * i + 1 + w] = word
+        return
+    if meminfo_of(r) == 0:
+        r = _copy_of(r)
+    out[4 * i + 1] = byte_at(r, 0) | (byte_at(r, 1) << 8) | (byte_at(r, 2) << 16) | (byte_at(r, 3) << 24)
+    where = address_of(r) - arena_base()
+    out[4 * i + 2] = where >> 31
+    out[4 * i + 3] = where & 0x7FFFFFFF
+
+
+STORES = ("store_pair", "store_view")
+
+OPERATIONS = ("copy_of", "concat", "repeat", "repeat_left", "upper", "lower", "swapcase", "title", "capitalize",
+              "strip", "lstrip", "rstrip", "strip_chars", "lstrip_chars", "rstrip_chars", "replace",
+              "replace_count", "char_at", "sliced", "zfill", "ljust", "rjust", "center", "ljust_space",
+              "rjust_space", "center_space", "from_int", "to_int",
+              "to_float", "index", "rindex", "string_of")
+
+
+def bind(names: dict[str, Any]) -> dict[str, Any]:
+    """This module's functions with ``names`` (one target's intrinsics, helper stubs and tables) as their
+    globals; returns {name: function} for the helpers and operations."""
+    import numpy as np
+
+    namespace = dict(globals())
+    namespace.update(names, np=np)
+    functions = {}
+    for name in (*HELPERS, *OPERATIONS, *STORES):
+        original = globals()[name]
+        functions[name] = pytypes.FunctionType(original.__code__, namespace, name, original.__defaults__)
+    return functions

@@ -1,0 +1,223 @@
+"""String results of UDFs, host side: the arena a launch allocates managed strings from, the re-run when it
+overflows, and the Arrow string array made from what the kernel stored.
+
+Lifecycle of one chunk (docs/strings.md has the picture):
+
+1. An ``Arena``: ``capacity`` bytes from arrowdev's pool and its state (base, capacity, claimed, unused).
+   The capacity is a guess: what this kernel needed per row last time, else twice the input bytes plus
+   96 bytes per row.
+2. The kernel runs; every new string claims a MemInfo block with one atomic add (``managed.py``).
+3. The host reads the claimed count. Past the capacity, some strings came back empty: the arena is dropped
+   and the launch re-run with one as large as the count says (more if that was not enough, at most
+   ``MAX_RUNS`` runs, then ``MemoryError``). Nothing is ever truncated.
+4. Materialisation. ``string`` / ``large_string``: sizes, a scan into offsets, a gather of each row's
+   bytes into one data buffer; the arena goes back to the pool once the gather has run (switching to
+   ``large_string`` when the data passes 2^31 - 1 bytes). ``string_view``: the kernel wrote the views
+   itself, pointing into the arena, which becomes the array's variadic buffers (2 GiB windows) and lives
+   as long as the array: its release frees the arena and every MemInfo in it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+from ... import _capsules
+from ...types import DataType
+from .managed import HEADER, STATE_WORDS
+
+MAX_RUNS = 6
+WINDOW = 1 << 31  # string_view buffer offsets are int32
+STRING_LIMIT = 2**31 - 1  # most data bytes a `string` (int32 offsets) holds; past it the output is large_string
+_bytes_per_row: dict[Any, float] = {}
+_stats_lock = threading.Lock()
+_stats = {"arenas_live": 0, "arena_bytes_live": 0, "meminfos_made": 0, "meminfos_released": 0, "reruns": 0}
+check_meminfos = False  # tests: walk every arena after its launch (counts MemInfos, checks NRT's counts)
+
+
+class ArenaOverflowError(MemoryError):
+    """The UDF kept needing more arena than the last run had, ``MAX_RUNS`` times."""
+
+
+def managed_string_stats() -> dict[str, int]:
+    """Live arenas and their bytes, MemInfos made and released (counted when ``check_meminfos`` is on),
+    and launches re-run because an arena overflowed."""
+    with _stats_lock:
+        return dict(_stats)
+
+
+def _count(**changes: int) -> None:
+    with _stats_lock:
+        for key, change in changes.items():
+            _stats[key] += change
+
+
+class Arena:
+    """``capacity`` bytes for one launch's managed strings, and the state the kernel allocates through."""
+
+    def __init__(self, mem: Any, capacity: int) -> None:
+        self.mem, self.capacity, self.meminfos = mem, capacity, 0
+        _, self.base, self._bytes = mem.new(max(capacity, 1), np.uint8)
+        self.state = _on(mem, np.array([self.base, capacity, 0, 0], dtype=np.int64))
+        self.state_address = _address(mem, self.state)
+        _count(arenas_live=1, arena_bytes_live=capacity)
+
+    def claimed(self) -> int:
+        """Bytes the launch asked for (waits for the launch)."""
+        return _scalar(self.mem, self.state, 2)
+
+    def check_meminfos(self, used: int) -> None:
+        """Walks the blocks: every MemInfo must be back at a count of one, the arena's own reference, so
+        NRT's increfs and decrefs balanced. Raises ``AssertionError`` naming the first that did not."""
+        raw = _host_bytes(self.mem, self.base, used)
+        at = 0
+        while at < used:
+            header = raw[at:at + HEADER].view(np.int64)
+            refct, size = int(header[0]), int(header[4])
+            if refct != 1:
+                raise AssertionError(f"MemInfo at arena offset {at} has reference count {refct}, expected 1")
+            at += HEADER + ((size + 7) & ~7)
+            self.meminfos += 1
+        _count(meminfos_made=self.meminfos)
+
+    def __del__(self) -> None:
+        _count(arenas_live=-1, arena_bytes_live=-self.capacity, meminfos_released=self.meminfos)
+
+
+def _on(mem: Any, values: np.ndarray) -> Any:
+    """``values`` on the chunk's device (a CuPy array on a GPU, the NumPy array itself on the CPU)."""
+    if not mem.gpu:
+        return values
+    with mem.cp.cuda.Device(mem.device.id), mem.stream:
+        return mem.cp.asarray(values)
+
+
+def _scalar(mem: Any, array: Any, index: int) -> int:
+    """``array[index]`` on the host, after the chunk's stream has run up to here."""
+    if not mem.gpu:
+        return int(array[index])
+    return int(array[index:index + 1].get(stream=mem.stream)[0])
+
+
+def _address(mem: Any, array: Any) -> int:
+    return array.data.ptr if mem.gpu else array.ctypes.data
+
+
+def _host_bytes(mem: Any, address: int, nbytes: int) -> np.ndarray:
+    if not mem.gpu:
+        return np.frombuffer(ctypes.string_at(address, nbytes), dtype=np.uint8)
+    out = np.empty(nbytes, dtype=np.uint8)
+    mem.stream.synchronize()
+    mem.cp.cuda.runtime.memcpy(out.ctypes.data, address, nbytes, mem.cp.cuda.runtime.memcpyDeviceToHost)
+    return out
+
+
+def initial_capacity(key: Any, n: int, input_bytes: int) -> int:
+    per_row = _bytes_per_row.get(key)
+    if per_row is None:
+        return 2 * input_bytes + 96 * n
+    return int(per_row * n * 1.125) + 4096
+
+
+def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int, allocates: bool) -> Arena:
+    """Runs ``launch(arena)`` until the arena held everything; returns that arena."""
+    capacity = initial_capacity(key, n, input_bytes) if allocates else 0
+    for run in range(MAX_RUNS):
+        arena = Arena(mem, capacity)
+        launch(arena)
+        claimed = arena.claimed() if allocates else 0
+        if claimed <= capacity:
+            if allocates and n:
+                _bytes_per_row[key] = claimed / n
+            if check_meminfos:
+                arena.check_meminfos(claimed)
+            return arena
+        _count(reruns=1)
+        capacity = max(claimed + claimed // 8, 2 * capacity)
+    raise ArenaOverflowError(f"a string UDF kept outgrowing its arena ({capacity} bytes after {MAX_RUNS} runs): "
+                             "expected it to make the same strings each time it runs")
+
+
+def build_string_output(string_type: str, mem: Any, n: int, out: Any, out_keep: Any, arena: Arena,
+                        keep: list[Any], scratch: list[Any]) -> tuple[DataType, list[int]]:
+    """(Arrow type, buffers after the validity) of one chunk's string results. Appends what the array
+    holds on to to ``keep`` and what the queued work reads until it is done to ``scratch``."""
+    import pyarrow as pa
+
+    if string_type == "string_view":
+        windows = [(arena.base + start, min(WINDOW, arena.capacity - start))
+                   for start in range(0, arena.capacity, WINDOW)]
+        sizes = _on(mem, np.array([size for _, size in windows], dtype=np.int64)) if windows else None
+        keep += [out_keep, arena, sizes]
+        buffers = [_address(mem, _as_array(mem, out)), *[address for address, _ in windows],
+                   _address(mem, sizes) if windows else 0]
+        return DataType.from_arrow(pa.string_view()), buffers
+    pairs = _as_array(mem, out)
+    xp = mem.cp if mem.gpu else np
+    with _on_device(mem):
+        offsets = xp.zeros(n + 1, dtype=np.int64)
+        xp.cumsum(pairs[1::2], out=offsets[1:])
+    total = _scalar(mem, offsets, n)
+    large = string_type == "large_string" or total > STRING_LIMIT
+    data, data_address, data_keep = mem.new(max(total, 1), np.uint8)
+    _gather(mem, n, out, offsets, data)
+    if not large:
+        with _on_device(mem):
+            offsets = offsets.astype(np.int32)
+    keep += [offsets, data_keep]
+    scratch += [arena, out_keep]
+    return DataType.from_arrow(pa.large_string() if large else pa.string()), [_address(mem, offsets), data_address]
+
+
+def _as_array(mem: Any, kernel_array: Any) -> Any:
+    return mem.cp.asarray(kernel_array) if mem.gpu else kernel_array
+
+
+def _on_device(mem: Any) -> Any:
+    import contextlib
+
+    if not mem.gpu:
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    stack.enter_context(mem.cp.cuda.Device(mem.device.id))
+    stack.enter_context(mem.stream)
+    return stack
+
+
+_GATHER_SOURCE = """
+def gather(n, pairs, offsets, data):
+    for i in ROWS:
+        view = make_view(pairs[2 * i], pairs[2 * i + 1])
+        start = offsets[i]
+        for k in range(pairs[2 * i + 1]):
+            data[start + k] = byte_at(view, k)
+"""
+_gathers: dict[str, Any] = {}
+
+
+def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any) -> None:
+    """Copies each row's bytes to its offset in ``data``: one GPU thread, or one loop step, per row."""
+    from . import intrinsics
+
+    target = "cuda" if mem.gpu else "cpu"
+    if target not in _gathers:
+        namespace = dict(intrinsics()[target])
+        if mem.gpu:
+            from numba import cuda
+
+            source = _GATHER_SOURCE.replace("for i in ROWS:", "i = cuda.grid(1)\n    if i < n:")
+            namespace["cuda"] = cuda
+            exec(compile(source, "<arrowdev string gather>", "exec"), namespace)
+            _gathers[target] = cuda.jit(namespace["gather"])
+        else:
+            import numba
+
+            exec(compile(_GATHER_SOURCE.replace("ROWS", "range(n)"), "<arrowdev string gather>", "exec"), namespace)
+            _gathers[target] = numba.njit(namespace["gather"])
+    if mem.gpu:
+        mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), data])
+    else:
+        _gathers[target](n, pairs, offsets, data)

@@ -1,0 +1,273 @@
+"""String UDFs that make strings (managed strings from the arena) or parse them: every operation against
+Python's ``str`` row by row, every output string type, arena overflow, MemInfo counts and leaks, CPU and GPU.
+A row where Python raises (``int("x")``, ``s[99]``, ``s.index("absent")``) must come back null."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrowdev as ad
+from arrowdev.udf import kernels
+from arrowdev.udf.strings import results
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+STRING_TYPES = [pa.string(), pa.large_string(), pa.string_view()]
+OUTPUT_TYPES = ["string", "large_string", "string_view"]
+
+# cuDF's public string-UDF test data (python/cudf/cudf/tests/test_udf_masked_ops.py / strings_udf tests)
+CUDF_STRINGS = ["abc", "ABC", "AbC", "123", "123aBc", "123@.!", "", "rapids ai", "gpu", "True", "False", "1.234",
+                ".123a", "0.013", "1.0", "01", "20010101", "cudf", "cuda", "gpu", "This Is A Title",
+                "This is Not a Title", "Neither is This a Title", "NoT a TiTlE", "123 Title Works"]
+CUDF_SUBSTRINGS = ["c", "cu", "2", "abc", "", "gpu"]
+# case mapping that changes lengths, final sigma, titlecase digraphs, dotted I, ligatures, CJK, emoji, spaces
+TRICKY = ["straße", "ΟΔΟΣ", "ὈΔΥΣΣΕΎΣ Σ", "Σ", "aΣ b", "ǆungla ǅ Ǆ", "İstanbul", "ﬁne ŉ", "日本語のテキスト",
+          "emoji 🎉🎉 ok", "  \t spaced \n ", "-42", "+7", "١٢٣", " 1_000 ", "1__0", "9223372036854775807",
+          "-9223372036854775808", "9223372036854775808", "3.25", "-1e-3", "inf", "-Infinity", "nan", "1_0.5",
+          "1e400", ".5", "5.", "e5", "café", "hello world", "a-b_c d", None]
+VALUES = CUDF_STRINGS + TRICKY
+
+UDFS = {
+    "upper": lambda s: s.upper(),
+    "lower": lambda s: s.lower(),
+    "swapcase": lambda s: s.swapcase(),
+    "title": lambda s: s.title(),
+    "capitalize": lambda s: s.capitalize(),
+    "strip": lambda s: s.strip(),
+    "lstrip": lambda s: s.lstrip(),
+    "rstrip": lambda s: s.rstrip(),
+    "strip_chars": lambda s: s.strip("a1-"),
+    "lstrip_chars": lambda s: s.lstrip("Tt日 "),
+    "rstrip_chars": lambda s: s.rstrip("s🎉 "),
+    "concat": lambda s: s + "abc",
+    "concat_left": lambda s: "é-" + s,
+    "concat_self": lambda s: s + s,
+    "repeat": lambda s: s * 3,
+    "repeat_left": lambda s: 2 * s,
+    "repeat_none": lambda s: s * -1,
+    "replace": lambda s: s.replace("a", "bb"),
+    "replace_shrink": lambda s: s.replace("Title", "T"),
+    "replace_count": lambda s: s.replace("1", "one", 1),
+    "replace_empty": lambda s: s.replace("", "-"),
+    "replace_empty_count": lambda s: s.replace("", "|", 2),
+    "slice": lambda s: s[1:4],
+    "slice_negative": lambda s: s[-3:],
+    "slice_step": lambda s: s[::2],
+    "slice_reverse": lambda s: s[::-1],
+    "index_char": lambda s: s[0],
+    "index_last": lambda s: s[-1],
+    "zfill": lambda s: s.zfill(6),
+    "ljust": lambda s: s.ljust(9),
+    "rjust": lambda s: s.rjust(9, "*"),
+    "center": lambda s: s.center(10, "é"),
+    "center_odd": lambda s: s.center(7),
+    "str_len": lambda s: str(len(s) - 3),
+    "int": lambda s: int(s),
+    "float": lambda s: float(s),
+    "index": lambda s: s.index("a"),
+    "rindex": lambda s: s.rindex("1"),
+    "chained": lambda s: (s.strip().upper() + "|" + s[:2].lower()).replace("A", "@"),
+    "len_of_new": lambda s: len(s.upper()) * 100 + s.upper().count("S"),
+    "issue_example": lambda s: (s.upper() if len(s) > 2 else s + s) + "abc",
+    "branch_view_or_new": lambda s: s if len(s) > 3 else s.lower(),
+    "literal_result": lambda s: "long literal text" if len(s) > 3 else "x",
+}
+
+
+def on(device: str, arr) -> ad.ArrowColumn:
+    col = ad.column(arr)
+    return col.to_device() if device == "cuda" else col
+
+
+def python(f, value):
+    """What Python gives for one row: None for a null or where Python raises."""
+    if value is None:
+        return None
+    try:
+        return f(value)
+    except (ValueError, IndexError, OverflowError, TypeError):
+        return None
+
+
+def reference(f, values):
+    out = [python(f, v) for v in values]
+    if f is UDFS["int"]:  # int64 results: Python's unbounded ints beyond int64 fail the row
+        out = [None if r is not None and not -2**63 <= r < 2**63 else r for r in out]
+    return comparable(out)
+
+
+def comparable(values):
+    """NaN made equal to itself, so result lists compare with ``==``."""
+    return ["NaN" if isinstance(v, float) and v != v else v for v in values]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("arrow_type", STRING_TYPES, ids=str)
+@pytest.mark.parametrize("name", list(UDFS))
+def test_each_operation_equals_python_str(device, arrow_type, name):
+    f = UDFS[name]
+    col = on(device, pa.array(VALUES, arrow_type))
+    assert comparable(col.apply(f).to_pylist()) == reference(f, VALUES)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("output", OUTPUT_TYPES)
+@pytest.mark.parametrize("arrow_type", STRING_TYPES, ids=str)
+def test_every_output_type_from_every_input_type(device, output, arrow_type):
+    arr = pa.array(VALUES * 2, arrow_type).slice(3, 45)
+    col = on(device, pa.chunked_array([arr.slice(0, 17), arr.slice(17)]))
+    f = UDFS["issue_example"]
+    out = col.apply(f, string_type=output)
+    assert str(out.type) == output and out.num_chunks == 2
+    assert out.to_pylist() == reference(f, arr.to_pylist())
+    host = pa.array(out.to_host() if device == "cuda" else out)  # the Arrow C Device Data round trip
+    assert host.type == getattr(pa, output)() and host.to_pylist() == reference(f, arr.to_pylist())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_type_chooses_the_string_type_too(device):
+    col = on(device, pa.array(["a", None, "bcd"]))
+    out = col.apply(lambda s: s * 2, out_type=pa.large_string())
+    assert str(out.type) == "large_string" and out.to_pylist() == ["aa", None, "bcdbcd"]
+    with pytest.raises(TypeError, match="string_type"):
+        col.apply(lambda s: s * 2, string_type="utf8")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_table_udf_returning_a_column_value_or_a_new_string(device):
+    tbl = ad.table({"name": pa.array(["Ann", "BOB", None, "Zoë", "ΣΑΣ"]), "n": pa.array([5, 1, 4, 2, None])})
+    if device == "cuda":
+        tbl = tbl.to_device()
+    out = tbl.apply(lambda name, n: name if n > 3 else name.lower(), columns=["name", "n"])
+    assert out.to_pylist() == ["Ann", "bob", None, "zoë", None]
+    aware = tbl.apply(lambda name, n: "?" if name is ad.NA else (name * n if n is not ad.NA else ad.NA),
+                      columns=["name", "n"], null_aware=True, string_type="string_view")
+    assert aware.to_pylist() == ["AnnAnnAnnAnnAnn", "BOB", "?", "ZoëZoë", None]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numbers_to_strings(device):
+    values = [0, 7, -7, 10, -10, 99, 2**63 - 1, -2**63, None, 123456789]
+    col = on(device, pa.array(values, pa.int64()))
+    assert col.apply(lambda n: str(n)).to_pylist() == [None if v is None else str(v) for v in values]
+    small = on(device, pa.array([1, -2, None], pa.int8()))
+    assert small.apply(lambda n: "#" + str(n * 3)).to_pylist() == ["#3", "#-6", None]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_arena_overflow_reruns_and_never_truncates(device, monkeypatch):
+    monkeypatch.setattr(results, "initial_capacity", lambda key, n, input_bytes: 64)
+    values = ["x" * k for k in range(50)] + [None, "é" * 30]
+    col = on(device, pa.array(values))
+    before = results.managed_string_stats()["reruns"]
+    f = lambda s: (s + "|" + s.upper()) * 2  # noqa: E731
+    assert col.apply(f).to_pylist() == reference(f, values)
+    assert results.managed_string_stats()["reruns"] > before
+
+
+def test_large_string_past_the_int32_limit(monkeypatch):
+    monkeypatch.setattr(results, "STRING_LIMIT", 100)
+    col = ad.column(pa.array(["abcdefghij"] * 8))
+    out = col.apply(lambda s: s + s)  # 160 bytes of data: past the (lowered) limit of `string`
+    assert str(out.type) == "large_string" and out.to_pylist() == ["abcdefghij" * 2] * 8
+    assert str(ad.column(pa.array(["ab"])).apply(lambda s: s + s).type) == "string"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_meminfos_are_balanced_and_released_with_the_output(device, monkeypatch):
+    """Every MemInfo ends the launch at a count of one (the arena's own reference: NRT's increfs and
+    decrefs through the UDF balanced), and dropping the outputs, in every order, releases all of them."""
+    monkeypatch.setattr(results, "check_meminfos", True)
+    col = on(device, pa.array(VALUES))
+    udfs = [UDFS["issue_example"], UDFS["chained"], UDFS["len_of_new"], lambda s: s[1:].strip() + s.title()]
+    for order in itertools.permutations(range(3)):
+        with ad.debug.leak_check():
+            made = results.managed_string_stats()["meminfos_made"]
+            outs = [col.apply(udfs[k % len(udfs)], string_type=OUTPUT_TYPES[k]) for k in range(3)]
+            outs.append(col.apply(udfs[2]))  # numbers out, strings made inside
+            assert results.managed_string_stats()["meminfos_made"] > made
+            for k in order:
+                outs[k] = None
+            del outs
+            gc.collect()
+    stats = results.managed_string_stats()
+    assert stats["meminfos_made"] == stats["meminfos_released"] and stats["arenas_live"] == 0
+
+
+@pytest.mark.gpu
+def test_nrt_statistics_balance_on_the_gpu(monkeypatch):
+    from numba.cuda import config
+    from numba.cuda.memory_management import rtsys
+
+    monkeypatch.setattr(config, "CUDA_NRT_STATS", True)
+    col = on("cuda", pa.array(VALUES * 10))
+    with ad.debug.leak_check():
+        out = col.apply(lambda s: s.swapcase() + "nrt-stats")  # a UDF compiled with statistics on
+        assert out.to_pylist() == reference(lambda s: s.swapcase() + "nrt-stats", VALUES * 10)
+        del out
+    stats = rtsys.get_allocation_stats()
+    assert stats.alloc == stats.free and stats.mi_alloc == stats.mi_free  # arena strings never hit device malloc
+
+
+@pytest.mark.parametrize("name", list(UDFS))
+def test_cuda_typing_and_lowering_without_a_gpu(name):
+    for kind in ("utf8_32", "utf8_view"):
+        for mode in ("propagate", "aware"):
+            traits = kernels.udf_traits(UDFS[name], kernels.KernelSpec(((kind, True),), mode, "", "cuda"))
+            assert traits.result is not None
+    traits = kernels.udf_traits(UDFS["upper"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    assert traits.allocates and not traits.may_fail
+    traits = kernels.udf_traits(UDFS["int"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    assert traits.may_fail and not traits.allocates
+    traits = kernels.udf_traits(UDFS["strip"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    assert not traits.allocates  # a slice shares its string's bytes
+
+
+@pytest.mark.parametrize("substring", CUDF_SUBSTRINGS)
+@pytest.mark.parametrize("device", DEVICES)
+def test_cudf_substrings(device, substring):
+    col = on(device, pa.array(CUDF_STRINGS))
+    for f in (lambda s: s.replace(substring, "_"), lambda s: s.find(substring) + s.count(substring),
+              lambda s: s.index(substring), lambda s: substring + s.upper() + substring):
+        assert col.apply(f).to_pylist() == reference(f, CUDF_STRINGS)
+
+
+text = st.one_of(st.none(), st.text(alphabet=st.sampled_from(list("abAB é É日本🎉ßΣσς1_-. ǅ")), max_size=16))
+PROPERTY_UDFS = ["upper", "lower", "swapcase", "title", "capitalize", "strip_chars", "replace", "replace_empty",
+                 "slice", "slice_step", "center", "zfill", "int", "chained", "issue_example"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(values=st.lists(text, max_size=30), type_index=st.integers(0, 2), output=st.sampled_from(OUTPUT_TYPES))
+def test_property_cpu(values, type_index, output):
+    _check_property("cpu", values, STRING_TYPES[type_index], output)
+
+
+@pytest.mark.gpu
+@settings(max_examples=15, deadline=None)
+@given(values=st.lists(text, max_size=30), type_index=st.integers(0, 2), output=st.sampled_from(OUTPUT_TYPES))
+def test_property_gpu(values, type_index, output):
+    _check_property("cuda", values, STRING_TYPES[type_index], output)
+
+
+def _check_property(device, values, arrow_type, output):
+    col = on(device, pa.array(values, arrow_type))
+    for name in PROPERTY_UDFS:
+        f = UDFS[name]
+        assert col.apply(f, string_type=output).to_pylist() == reference(f, values), name
+
+
+def test_case_tables_are_what_the_generator_makes():
+    import unicodedata
+
+    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
+
+    if unicodedata.unidata_version != unicode_tables.UNICODE_VERSION:
+        pytest.skip("this Python's Unicode differs from the tables' (regenerate to move versions)")
+    for name, function in gen_unicode_tables.MAPPINGS.items():
+        assert getattr(unicode_tables, name) == tuple(gen_unicode_tables.mapping(function)), name
