@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 from .managed import register_managed
+from .tables import Table, register_tables, table_type
 from .types import string_types
 
 
@@ -214,14 +215,12 @@ def _predicate_impls(byte_at: Any, size_of: Any) -> dict[str, Any]:
     """``isalpha`` ... ``istitle`` with CPython's rules over the generated per-character tables. They are
     compiled from source in a namespace of their own so that the tables are globals (numba freezes global
     arrays as constants; closure arrays would break numba's internal-function cache)."""
-    import numpy as np
-
     from . import unicode_tables as tables
 
     namespace: dict[str, Any] = {"byte_at": byte_at, "size_of": size_of, "code_point_at": code_point_at,
                                  "in_ranges": in_ranges, "_width_of": _width_of}
     for name in ("ALPHA", "ALNUM", "DECIMAL", "DIGIT", "NUMERIC", "SPACE", "UPPER", "LOWER", "TITLE"):
-        namespace[name] = np.array(getattr(tables, name), dtype=np.int64)
+        namespace[name] = Table(name, getattr(tables, name))
     source = "".join(_EVERY_SOURCE.format(name=name, table=table) for name, table in _EVERY.items())
     source += "".join(_CASED_SOURCE.format(name=name, same=same, opposite=opposite)
                       for name, (same, opposite) in _CASED.items())
@@ -249,6 +248,7 @@ def register_lowering(target: Any) -> dict[str, Any]:
     t = string_types()
     cgutils = target.cgutils
     stringlike = t.stringlike
+    register_tables(target)
 
     @target.lower_constant(t.Utf8ConstantType)
     def _constant(context, builder, ty, value):
@@ -354,7 +354,6 @@ def _operation_stubs() -> dict[str, Any]:
 
 def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, size_of: Any) -> None:
     """Typing-key -> lowering of every string-making and parsing operation of ``operations``."""
-    import numpy as np
     from numba.core import types
 
     from . import operations
@@ -370,7 +369,7 @@ def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, 
                              "_width_of": _width_of, "SPACE_CHAR": Utf8Constant(" ")}
     for name in ("UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "SPACE", "UPPER", "LOWER", "CASED", "CASE_IGNORABLE",
                  "DECIMAL"):
-        names[name] = np.array(getattr(tables, name), dtype=np.int64)
+        names[name] = Table(name, getattr(tables, name))
     functions = operations.bind(names)
     results = {"int64": types.int64, "boolean": types.boolean, "float64": types.float64,
                "managed": t.managed_string}
@@ -414,17 +413,19 @@ def _register_stores(target: Any, intrinsics: dict[str, Any], functions: dict[st
     """``store_pair`` / ``store_view`` for the kernels: the result argument is typed as a managed
     string, so numba converts a view, a literal or an Optional (known not None there) to one."""
     from numba.core import types
-    from numba.core.typing import signature
 
     from . import operations
 
     t = string_types()
+    # the target's own Signature class: numba-cuda's callable templates accept only theirs (its
+    # `signature()` helper builds numba's when numba is installed)
+    signature_class = target.templates.Signature
     for name in operations.STORES:
         stub = _stub(name, 3)
 
         def typer_for(context):
             def typer(out, i, r):
-                return signature(types.none, out, types.int64, t.managed_string)
+                return signature_class(types.none, (out, types.int64, t.managed_string), recvr=None)
             return typer
 
         target.type_callable(stub)(typer_for)
@@ -470,7 +471,7 @@ def _register_number_helpers(target: Any, lower_with: Any) -> None:
     @target.type_callable(in_ranges)
     def _type_in_ranges(context):
         def typer(code, table):
-            return types.boolean if isinstance(table, types.Array) else None
+            return types.boolean if isinstance(table, table_type()) else None
         return typer
 
     target.lower_builtin(in_ranges, types.Any, types.Any)(lower_with(_in_ranges_impl))

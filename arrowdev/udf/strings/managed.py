@@ -214,6 +214,4 @@ def register_casts(target: Any, copy_impl: Any) -> None:
 
     @target.lower_cast(t.Utf8ConstantType, t.ManagedString)
     def _literal_to_managed(context, builder, fromty, toty, value):
-        from numba.core.typing import signature
-
-        return context.compile_internal(builder, copy_impl, signature(toty, fromty), [value])
+        return context.compile_internal(builder, copy_impl, target.templates.signature(toty, fromty), [value])
