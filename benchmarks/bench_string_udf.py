@@ -1,13 +1,20 @@
-"""String UDFs that read strings and return numbers, on the GPU, against PyArrow compute on the CPU, same
-data, one process.
+"""String UDFs on the GPU against (a) the same UDF allocating each new string with NRT's device malloc (the
+cuDF design) and (b) PyArrow compute on the CPU, same data, one process; (c) bytes per second against the
+device copy bandwidth measured in the same run.
 
     python3 benchmarks/bench_string_udf.py [--rows 10000000] [--runs 10]
 
-10 M strings of about 20 bytes, some non-ASCII, as a ``string`` column. UDFs and their PyArrow equivalents:
-``len(s)`` (``utf8_length``), ``s.startswith("ab")`` (``starts_with``), ``s.count("ab")``
-(``count_substring``). GPU times are CUDA-event medians after a warm-up (the first call, which compiles, is
-reported apart); GB/s counts the string bytes and offsets read. UDFs that make new strings, which the full
-benchmark of the string-UDF issue measures, are not built yet.
+10 M strings of about 20 bytes, some non-ASCII, as a ``string`` column. New-string UDFs: ``s.upper()``
+(``utf8_upper``), ``s + "abc"`` (``binary_join_element_wise``), ``s.replace("a", "bb")``
+(``replace_substring``) and the issue's UDF (upper when longer than 2 characters, else doubled, then
+``+ "abc"``; PyArrow: ``if_else`` over the same kernels). Read-only UDFs: ``len(s)``, ``startswith``,
+``count``. Every arrowdev output is checked equal to PyArrow's. GPU times are CUDA-event medians after a
+warm-up (the first call, which compiles, is reported apart) of the whole ``apply``: kernel, arena size read,
+offsets scan, gather, output assembly. The device-malloc peer is the same compiled kernel with the arena
+switched to one ``NRT_MemInfo_alloc`` per string (NRT frees each when its count reaches zero, as cuDF's
+strings are freed); its output bytes are therefore not valid and not checked, and it is timed over 3 runs.
+GB/s counts input bytes and offsets read plus output bytes and offsets written; the copy bandwidth is a
+device-to-device copy's (bytes read + written per second).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import arrowdev as ad
+from arrowdev.udf.strings import results
 
 WORDS = ["alpha", "ab", "café", "日本", "🎉", "xyz", "abcab", "naïve", "grüße", "b"]
 
@@ -32,6 +40,57 @@ def make_strings(rows: int) -> pa.Array:
     return pa.array(base * 1000)[:rows]
 
 
+def issue_udf(s):
+    if len(s) > 2:
+        r = s.upper()
+    else:
+        r = s + s
+    return r + "abc"
+
+
+def issue_arrow(a):
+    long = pc.greater(pc.utf8_length(a), 2)
+    return pc.binary_join_element_wise(pc.if_else(long, pc.utf8_upper(a), pc.binary_join_element_wise(a, a, "")),
+                                       "abc", "")
+
+
+NEW_STRINGS = [
+    ("s.upper()", lambda s: s.upper(), pc.utf8_upper),
+    ('s + "abc"', lambda s: s + "abc", lambda a: pc.binary_join_element_wise(a, "abc", "")),
+    ('s.replace("a", "bb")', lambda s: s.replace("a", "bb"), lambda a: pc.replace_substring(a, "a", "bb")),
+    ("issue UDF", issue_udf, issue_arrow),
+]
+READ_ONLY = [
+    ("len(s)", lambda s: len(s), pc.utf8_length),
+    ('s.startswith("ab")', lambda s: s.startswith("ab"), lambda a: pc.starts_with(a, "ab")),
+    ('s.count("ab")', lambda s: s.count("ab"), lambda a: pc.count_substring(a, "ab")),
+]
+
+
+def gpu_median(cp, stream, fn, runs: int) -> float:
+    samples = []
+    with stream:
+        for _ in range(runs):
+            begin, end = cp.cuda.Event(), cp.cuda.Event()
+            begin.record(stream)
+            result = fn()
+            end.record(stream)
+            end.synchronize()
+            samples.append(cp.cuda.get_elapsed_time(begin, end) / 1e3)
+            del result
+    return statistics.median(samples)
+
+
+def copy_bandwidth(cp, nbytes: int) -> float:
+    """Bytes read + written per second by a device-to-device copy of ``nbytes``."""
+    src, dst = cp.empty(nbytes, dtype=cp.uint8), cp.empty(nbytes, dtype=cp.uint8)
+    stream = cp.cuda.Stream(non_blocking=True)
+    seconds = gpu_median(cp, stream, lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes,
+                                                                       cp.cuda.runtime.memcpyDeviceToDevice,
+                                                                       stream.ptr), 20)
+    return 2 * nbytes / seconds
+
+
 def main() -> None:
     import cupy as cp
 
@@ -39,36 +98,41 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
+    cp.cuda.runtime.deviceSetLimit(0x02, 8 << 30)  # cudaLimitMallocHeapSize, before any kernel uses malloc
     host = make_strings(args.rows)
-    data_bytes = host.buffers()[2].size + host.buffers()[1].size
+    in_bytes = host.buffers()[2].size + host.buffers()[1].size
     gcol = ad.column(host).to_device()
     stream = ad.cuda.runtime.stream_for(0)
+    bandwidth = copy_bandwidth(cp, 1 << 30)
     print(f"{len(host):,} strings, {host.buffers()[2].size / len(host):.1f} bytes each on average; "
-          f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    cases = [("len(s)", lambda s: len(s), lambda a: pc.utf8_length(a)),
-             ('s.startswith("ab")', lambda s: s.startswith("ab"), lambda a: pc.starts_with(a, "ab")),
-             ('s.count("ab")', lambda s: s.count("ab"), lambda a: pc.count_substring(a, "ab"))]
-    print(f"{'udf':20s} {'arrowdev ms':>11s} {'GB/s':>6s} {'pyarrow ms':>10s} {'speed-up':>8s} {'first call s':>12s}")
-    for name, udf, arrow in cases:
+          f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; "
+          f"device copy {bandwidth / 1e9:.0f} GB/s (read + write)")
+    print(f"{'udf':22s} {'arrowdev ms':>11s} {'GB/s':>6s} {'of copy':>7s} {'malloc ms':>9s} {'vs malloc':>9s} "
+          f"{'pyarrow ms':>10s} {'vs pyarrow':>10s} {'first s':>7s}")
+    for name, udf, arrow in NEW_STRINGS + READ_ONLY:
         start = time.perf_counter()
         out = gcol.apply(udf)
         cp.cuda.runtime.deviceSynchronize()
         first = time.perf_counter() - start
-        assert out.to_pylist()[:1000] == arrow(host[:1000]).to_pylist()
-        samples = []
-        with stream:
-            for _ in range(args.runs):
-                begin, end = cp.cuda.Event(), cp.cuda.Event()
-                begin.record(stream)
-                result = gcol.apply(udf)
-                end.record(stream)
-                end.synchronize()
-                samples.append(cp.cuda.get_elapsed_time(begin, end) / 1e3)
-                del result
-        mine = statistics.median(samples)
+        expected = arrow(host)
+        got = pa.array(out.to_host())
+        assert got.equals(expected.cast(got.type)), f"{name}: arrowdev's output differs from PyArrow's"
+        out_bytes = sum(b.size for b in got.buffers()[1:] if b is not None) if got.type == pa.string() else 0
+        mine = gpu_median(cp, stream, lambda: gcol.apply(udf), args.runs)
         cpu = statistics.median([_timed(lambda: arrow(host)) for _ in range(3)])
-        print(f"{name:20s} {mine * 1e3:11.2f} {data_bytes / mine / 1e9:6.0f} {cpu * 1e3:10.1f} {cpu / mine:8.0f}x"
-              f" {first:12.2f}")
+        malloc_cell = vs_cell = ""
+        if got.type == pa.string():
+            results.device_malloc_for_benchmarks = True
+            try:
+                gcol.apply(udf)  # warm-up of the same kernel with device malloc
+                peer = gpu_median(cp, stream, lambda: gcol.apply(udf), 3)
+            finally:
+                results.device_malloc_for_benchmarks = False
+            malloc_cell, vs_cell = f"{peer * 1e3:9.1f}", f"{peer / mine:8.0f}x"
+        rate = (in_bytes + out_bytes) / mine
+        print(f"{name:22s} {mine * 1e3:11.2f} {rate / 1e9:6.0f} {rate / bandwidth:7.2f} {malloc_cell:>9s} "
+              f"{vs_cell:>9s} {cpu * 1e3:10.1f} {cpu / mine:9.0f}x {first:7.2f}", flush=True)
+        del out, got, expected
 
 
 def _timed(fn) -> float:

@@ -8,7 +8,9 @@ CUDA, so concurrent launches of one kernel never see each other's arena; a modul
 kernel runs holding the GIL), and clears the row's failure flag.
 
 Arena state (int64[4], written by the host): base address, capacity, bytes claimed (an atomic counter that
-keeps counting past the capacity, so the host learns what a re-run needs), unused.
+keeps counting past the capacity, so the host learns what a re-run needs), allocator (0: the arena; 1: one
+NRT ``MemInfo_alloc`` per string, i.e. device ``malloc``, the cuDF design, kept for the benchmark to compare
+against; CUDA only).
 
 Allocation is one atomic add. A block is a MemInfo header (``HEADER`` bytes, NRT's layout: refct, dtor,
 dtor_info, data, size) and the bytes, rounded up to 8. The header's count starts at 2: one reference for the
@@ -26,7 +28,7 @@ from typing import Any
 from .types import string_types
 
 HEADER = 48  # bytes of a MemInfo block header (NRT's MemInfo is 40 bytes on CUDA, 48 on the CPU)
-STATE_WORDS = 4  # base, capacity, claimed, unused
+STATE_WORDS = 4  # base, capacity, claimed, allocator
 MAX_THREADS_PER_BLOCK = 1024
 
 
@@ -102,6 +104,32 @@ def register_managed(target: Any) -> dict[str, Any]:
 
     def _allocate(context, builder, nbytes):
         state = builder.load(state_slot(builder))
+        if not cuda:
+            return _from_arena(context, builder, state, nbytes)
+        out = cgutils.alloca_once(builder, context.get_value_type(t.managed_string))
+        device_malloc = builder.icmp_signed("==", builder.load(builder.gep(state, [i64(3)])), i64(1))
+        with builder.if_else(device_malloc, likely=False) as (then, otherwise):
+            with then:
+                builder.store(_from_device_malloc(context, builder, state, nbytes), out)
+            with otherwise:
+                builder.store(_from_arena(context, builder, state, nbytes), out)
+        return builder.load(out)
+
+    def _from_device_malloc(context, builder, state, nbytes):
+        """The cuDF design: NRT allocates MemInfo and bytes with device malloc; NRT's decref frees them."""
+        alloc = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i8.as_pointer(), [i64, ir.IntType(32)]),
+                                               "NRT_MemInfo_alloc_aligned")
+        meminfo = builder.call(alloc, [nbytes, ir.IntType(32)(8)])
+        out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
+        failed = cgutils.is_null(builder, meminfo)
+        readable = builder.select(failed, state, builder.bitcast(meminfo, i64.as_pointer()))  # never load via NULL
+        data = builder.select(failed, builder.ptrtoint(state, i64), builder.load(builder.gep(readable, [i64(3)])))
+        out.meminfo = builder.bitcast(meminfo, out.meminfo.type)
+        out.data = builder.inttoptr(data, out.data.type)
+        out.size = builder.select(failed, i64(0), nbytes)
+        return out._getvalue()
+
+    def _from_arena(context, builder, state, nbytes):
         rounded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))
         total = builder.add(rounded, i64(HEADER))
         claimed = builder.atomic_rmw("add", builder.gep(state, [i64(2)]), total, "monotonic")

@@ -36,6 +36,10 @@ _bytes_per_row: dict[Any, float] = {}
 _stats_lock = threading.Lock()
 _stats = {"arenas_live": 0, "arena_bytes_live": 0, "meminfos_made": 0, "meminfos_released": 0, "reruns": 0}
 check_meminfos = False  # tests: walk every arena after its launch (counts MemInfos, checks NRT's counts)
+# Benchmarks only: allocate each new string with NRT's MemInfo_alloc (device malloc), the cuDF design, instead
+# of the arena. NRT frees each string when its count reaches zero inside the kernel, so the output's bytes
+# are not valid: it measures the allocation pattern, nothing else. CUDA only.
+device_malloc_for_benchmarks = False
 
 
 class ArenaOverflowError(MemoryError):
@@ -61,7 +65,8 @@ class Arena:
     def __init__(self, mem: Any, capacity: int) -> None:
         self.mem, self.capacity, self.meminfos = mem, capacity, 0
         _, self.base, self._bytes = mem.new(max(capacity, 1), np.uint8)
-        self.state = _on(mem, np.array([self.base, capacity, 0, 0], dtype=np.int64))
+        allocator = 1 if device_malloc_for_benchmarks and mem.gpu else 0
+        self.state = _on(mem, np.array([self.base, capacity, 0, allocator], dtype=np.int64))
         self.state_address = _address(mem, self.state)
         _count(arenas_live=1, arena_bytes_live=capacity)
 
@@ -130,7 +135,7 @@ def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int,
         launch(arena)
         claimed = arena.claimed() if allocates else 0
         if claimed <= capacity:
-            if allocates and n:
+            if allocates and n and not device_malloc_for_benchmarks:
                 _bytes_per_row[key] = claimed / n
             if check_meminfos:
                 arena.check_meminfos(claimed)
