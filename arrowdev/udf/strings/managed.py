@@ -132,7 +132,9 @@ def register_managed(target: Any) -> dict[str, Any]:
     def _from_arena(context, builder, state, nbytes):
         rounded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))
         total = builder.add(rounded, i64(HEADER))
-        claimed = builder.atomic_rmw("add", builder.gep(state, [i64(2)]), total, "monotonic")
+        counter = builder.gep(state, [i64(2)])
+        claimed = (_warp_claim(builder, counter, total) if cuda
+                   else builder.atomic_rmw("add", counter, total, "monotonic"))
         capacity = builder.load(builder.gep(state, [i64(1)]))
         fits = builder.icmp_signed("<=", builder.add(claimed, total), capacity)
         out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
@@ -153,12 +155,30 @@ def register_managed(target: Any) -> dict[str, Any]:
         return out._getvalue()
 
     @target.intrinsic
-    def set_byte(typingctx, s, index, value):
-        if not isinstance(s, t.ManagedString):
+    def view_of(typingctx, s):
+        """A borrowed view of a string's bytes, valid while the string lives. Operations read and write
+        through views: passing a managed string to a helper makes NRT incref and decref its MemInfo (an
+        atomic each) on every call, which cost more than the work itself."""
+        if not isinstance(s, t.stringlike):
             return None
 
         def codegen(context, builder, sig, args):
-            string = cgutils.create_struct_proxy(t.managed_string)(context, builder, value=args[0])
+            source = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+            view = cgutils.create_struct_proxy(t.string_view)(context, builder)
+            view.data, view.size = source.data, source.size
+            return view._getvalue()
+
+        return t.string_view(s), codegen
+
+    @target.intrinsic
+    def set_byte(typingctx, s, index, value):
+        """Writes byte ``index`` of a new string (through its view); skipped past its size (a failed
+        allocation has size 0)."""
+        if not isinstance(s, (t.ManagedString, t.StringView)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            string = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
             index, value = args[1], context.cast(builder, args[2], sig.args[2], types.int64)
             inside = builder.icmp_unsigned("<", index, string.size)  # a failed allocation has size 0
             with builder.if_then(inside, likely=True):
@@ -219,9 +239,53 @@ def register_managed(target: Any) -> dict[str, Any]:
 
         return types.int64(), codegen
 
-    return {"begin_row": begin_row, "fail_row": fail_row, "row_failed": row_failed, "new_string": new_string,
+    return {"view_of": view_of, "begin_row": begin_row, "fail_row": fail_row, "row_failed": row_failed, "new_string": new_string,
             "set_byte": set_byte, "substring": substring, "meminfo_of": meminfo_of, "address_of": address_of,
             "arena_base": arena_base}
+
+
+def _warp_claim(builder: Any, counter: Any, total: Any) -> Any:
+    """Claims ``total`` bytes from ``counter`` with one atomic add per warp instead of one per thread (a
+    single counter taking ten million atomics serialises on it): the active lanes share their sizes by
+    shuffles, the lowest lane adds the warp's sum, and each lane's block starts at that base plus the sizes
+    of the active lanes below it. Sizes travel as two 32-bit halves."""
+    from llvmlite import ir
+
+    from numba.cuda import cgutils
+
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    module = builder.module
+    active_mask = ir.InlineAsm(ir.FunctionType(i32, []), "activemask.b32 $0;", "=r", side_effect=True)
+    lane_id = cgutils.get_or_insert_function(module, ir.FunctionType(i32, []), "llvm.nvvm.read.ptx.sreg.laneid")
+    # NVVM's shuffle: (mask, mode (0: from an indexed lane), value, lane, clamp) -> {value, in range}
+    shuffle = cgutils.get_or_insert_function(
+        module, ir.FunctionType(ir.LiteralStructType((i32, ir.IntType(1))), [i32, i32, i32, i32, i32]),
+        "llvm.nvvm.shfl.sync.i32")
+    lowest = cgutils.get_or_insert_function(module, ir.FunctionType(i32, [i32, ir.IntType(1)]), "llvm.cttz.i32")
+
+    def shuffle32(mask, value, source):
+        return builder.extract_value(builder.call(shuffle, [mask, i32(0), value, source, i32(31)]), 0)
+
+    def shuffle64(mask, value, source):
+        low = shuffle32(mask, builder.trunc(value, i32), source)
+        high = shuffle32(mask, builder.trunc(builder.lshr(value, i64(32)), i32), source)
+        return builder.or_(builder.shl(builder.zext(high, i64), i64(32)), builder.zext(low, i64))
+
+    mask, lane = builder.call(active_mask, []), builder.call(lane_id, [])
+    below, whole = cgutils.alloca_once_value(builder, i64(0)), cgutils.alloca_once_value(builder, i64(0))
+    with cgutils.for_range(builder, i32(32)) as loop:
+        other = loop.index
+        size = shuffle64(mask, total, other)
+        active = builder.icmp_unsigned("!=", builder.and_(builder.lshr(mask, other), i32(1)), i32(0))
+        counted = builder.select(active, size, i64(0))
+        builder.store(builder.add(builder.load(whole), counted), whole)
+        earlier = builder.icmp_unsigned("<", other, lane)
+        builder.store(builder.add(builder.load(below), builder.select(earlier, counted, i64(0))), below)
+    leader = builder.call(lowest, [mask, ir.Constant(ir.IntType(1), 1)])
+    base = cgutils.alloca_once_value(builder, i64(0))
+    with builder.if_then(builder.icmp_unsigned("==", lane, leader)):
+        builder.store(builder.atomic_rmw("add", counter, builder.load(whole), "monotonic"), base)
+    return builder.add(shuffle64(mask, builder.load(base), leader), builder.load(below))
 
 
 def register_casts(target: Any, copy_impl: Any) -> None:

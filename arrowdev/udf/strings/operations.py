@@ -5,7 +5,10 @@ target, with that target's intrinsics bound to the names below (``bind``). Helpe
 functions are lowered the same way (``HELPERS``: name -> result type), not jitted: numba-cuda would compile a
 called device function for the current GPU, and CI has none.
 
-Every result equals Python's ``str`` on valid UTF-8. New bytes come from ``new_string`` (the launch's arena,
+Every result equals Python's ``str`` on valid UTF-8. Reads and writes go through borrowed views
+(``view_of``): a managed string passed to a helper would have NRT incref and decref its MemInfo on every
+call. Only what keeps bytes alive (``substring`` of the original string, the returned ``out``) sees the
+managed string itself. New bytes come from ``new_string`` (the launch's arena,
 see ``managed.py``); results that are part of an existing string (``strip``, slices, indexing, a
 ``replace`` that matched nothing) are ``substring``\\ s: no copy, the MemInfo shared. Operations Python would
 raise in (``int("x")``, ``s[99]``, ``s.index("absent")``) call ``fail_row()``: the row becomes null.
@@ -17,7 +20,7 @@ import types as pytypes
 from typing import Any
 
 # Bound per target by ``bind``: intrinsics, the lowering module's helpers, and the Unicode tables.
-byte_at = size_of = new_string = set_byte = substring = fail_row = None
+byte_at = size_of = new_string = set_byte = substring = fail_row = view_of = None
 chars_before = code_point_at = in_ranges = find_byte = rfind_byte = matches_at = _width_of = None
 SPACE_CHAR = UPPER_MAP = LOWER_MAP = TITLE_MAP = SPACE = UPPER = LOWER = CASED = CASE_IGNORABLE = DECIMAL = None
 
@@ -25,7 +28,7 @@ HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "int64", "_mapped_
            "_write_mapped": "int64", "_final_sigma": "boolean", "_byte_of_char": "int64", "_previous": "int64",
            "_has_code": "boolean", "_strippable": "boolean", "_fill": "int64", "_copy": "int64",
            "_digit": "int64", "_skip_space": "int64", "_skip_space_back": "int64", "_case": "managed",
-           "_strip": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_row": "int64",
+           "_strip_bounds": "int64", "_to_int": "int64", "_to_float": "float64", "_stripped": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_row": "int64",
            "_mapped_code": "int64", "_ascii_mapped": "int64", "_case_rule": "int64", "_case_size": "int64",
            "_scaled": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
 
@@ -203,11 +206,12 @@ def _case_size(s, mode):
 
 def _case(s, mode):
     out = new_string(_case_size(s, mode))
+    w = view_of(out)
     pos, at, previous_cased = 0, 0, False
     while at < size_of(s):
         code = code_point_at(s, at)
         rule = _case_rule(s, at, code, mode, previous_cased)
-        pos = _write_mapped(out, pos, rule & 0xFFFFFF, rule >> 24)
+        pos = _write_mapped(w, pos, rule & 0xFFFFFF, rule >> 24)
         previous_cased = in_ranges(code, CASED) if mode == 3 else False
         at += _width_of(byte_at(s, at))
     return out
@@ -226,7 +230,8 @@ def _strippable(code, chars, whitespace):
     return in_ranges(code, SPACE) if whitespace else _has_code(chars, code)
 
 
-def _strip(s, chars, whitespace, left, right):
+def _strip_bounds(s, chars, whitespace, left, right):
+    """``start << 32 | end``: the bytes that remain of ``s`` after stripping."""
     start, end = 0, size_of(s)
     if left:
         while start < end and _strippable(code_point_at(s, start), chars, whitespace):
@@ -237,7 +242,7 @@ def _strip(s, chars, whitespace, left, right):
             if not _strippable(code_point_at(s, last), chars, whitespace):
                 break
             end = last
-    return substring(s, start, end - start)
+    return (start << 32) | end
 
 
 def _byte_of_char(s, index):
@@ -249,22 +254,23 @@ def _byte_of_char(s, index):
     return at
 
 
-def _pad(s, width, fill, left_share):
-    """``s`` padded to ``width`` characters with ``fill`` (one character); ``left_share``: 0 (ljust),
-    1 (rjust), 2 (center, CPython's rounding)."""
+def _pad(original, s, width, fill, left_share):
+    """``s`` (a view of ``original``) padded to ``width`` characters with ``fill`` (one character);
+    ``left_share``: 0 (ljust), 1 (rjust), 2 (center, CPython's rounding)."""
     n = chars_before(s, size_of(s))
     if size_of(fill) == 0 or chars_before(fill, size_of(fill)) != 1:
         fail_row()  # Python: TypeError, the fill character must be exactly one character long
-        return substring(s, 0, 0)
+        return substring(original, 0, 0)
     if width <= n:
-        return substring(s, 0, size_of(s))
+        return substring(original, 0, size_of(s))
     margin = width - n
     left = 0 if left_share == 0 else (margin if left_share == 1 else margin // 2 + (margin & width & 1))
     code = code_point_at(fill, 0)
     out = new_string(size_of(s) + margin * size_of(fill))
-    pos = _fill(out, 0, code, left)
-    pos = _copy(out, pos, s, 0, size_of(s))
-    _fill(out, pos, code, margin - left)
+    w = view_of(out)
+    pos = _fill(w, 0, code, left)
+    pos = _copy(w, pos, s, 0, size_of(s))
+    _fill(w, pos, code, margin - left)
     return out
 
 
@@ -307,7 +313,7 @@ def _ascii_lower(code):
 
 def _copy_of(s):
     out = new_string(size_of(s))
-    _copy(out, 0, s, 0, size_of(s))
+    _copy(view_of(out), 0, view_of(s), 0, size_of(s))
     return out
 
 
@@ -317,7 +323,8 @@ def copy_of(s):
 
 def concat(a, b):
     out = new_string(size_of(a) + size_of(b))
-    _copy(out, _copy(out, 0, a, 0, size_of(a)), b, 0, size_of(b))
+    w = view_of(out)
+    _copy(w, _copy(w, 0, view_of(a), 0, size_of(a)), view_of(b), 0, size_of(b))
     return out
 
 
@@ -325,66 +332,71 @@ def _repeat(s, times):
     if times <= 0:
         return substring(s, 0, 0)
     out = new_string(size_of(s) * times)
+    w = view_of(out)
     pos = 0
     for _ in range(times):
-        pos = _copy(out, pos, s, 0, size_of(s))
+        pos = _copy(w, pos, s, 0, size_of(s))
     return out
 
 
 def repeat(s, times):
-    return _repeat(s, times)
+    return _repeat(view_of(s), times)
 
 
 def repeat_left(times, s):
-    return _repeat(s, times)
+    return _repeat(view_of(s), times)
 
 
 def upper(s):
-    return _case(s, 0)
+    return _case(view_of(s), 0)
 
 
 def lower(s):
-    return _case(s, 1)
+    return _case(view_of(s), 1)
 
 
 def swapcase(s):
-    return _case(s, 2)
+    return _case(view_of(s), 2)
 
 
 def title(s):
-    return _case(s, 3)
+    return _case(view_of(s), 3)
 
 
 def capitalize(s):
-    return _case(s, 4)
+    return _case(view_of(s), 4)
+
+
+def _stripped(s, bounds):
+    return substring(s, bounds >> 32, (bounds & 0xFFFFFFFF) - (bounds >> 32))
 
 
 def strip(s):
-    return _strip(s, s, True, True, True)
+    return _stripped(s, _strip_bounds(view_of(s), view_of(s), True, True, True))
 
 
 def lstrip(s):
-    return _strip(s, s, True, True, False)
+    return _stripped(s, _strip_bounds(view_of(s), view_of(s), True, True, False))
 
 
 def rstrip(s):
-    return _strip(s, s, True, False, True)
+    return _stripped(s, _strip_bounds(view_of(s), view_of(s), True, False, True))
 
 
 def strip_chars(s, chars):
-    return _strip(s, chars, False, True, True)
+    return _stripped(s, _strip_bounds(view_of(s), view_of(chars), False, True, True))
 
 
 def lstrip_chars(s, chars):
-    return _strip(s, chars, False, True, False)
+    return _stripped(s, _strip_bounds(view_of(s), view_of(chars), False, True, False))
 
 
 def rstrip_chars(s, chars):
-    return _strip(s, chars, False, False, True)
+    return _stripped(s, _strip_bounds(view_of(s), view_of(chars), False, False, True))
 
 
-def _replace(s, old, new, count):
-    """Python's ``s.replace(old, new, count)`` (count < 0: all)."""
+def _replace(original, s, old, new, count):
+    """Python's ``s.replace(old, new, count)`` (count < 0: all); ``s`` is a view of ``original``."""
     n_chars = chars_before(s, size_of(s))
     if size_of(old) == 0:  # new goes before every character and at the end, count times at most
         matches = n_chars + 1 if count < 0 else min(count, n_chars + 1)
@@ -397,107 +409,109 @@ def _replace(s, old, new, count):
             else:
                 at += 1
     if matches == 0:
-        return substring(s, 0, size_of(s))
+        return substring(original, 0, size_of(s))
     out = new_string(size_of(s) + matches * (size_of(new) - size_of(old)))
+    w = view_of(out)
     pos, at, done = 0, 0, 0
     if size_of(old) == 0:
         while done < matches:
-            pos = _copy(out, pos, new, 0, size_of(new))
+            pos = _copy(w, pos, new, 0, size_of(new))
             done += 1
             if at < size_of(s):
                 width = _width_of(byte_at(s, at))
-                pos = _copy(out, pos, s, at, width)
+                pos = _copy(w, pos, s, at, width)
                 at += width
-        _copy(out, pos, s, at, size_of(s) - at)
+        _copy(w, pos, s, at, size_of(s) - at)
         return out
     while at < size_of(s):
         if done < matches and at <= size_of(s) - size_of(old) and matches_at(s, old, at):
-            pos = _copy(out, pos, new, 0, size_of(new))
+            pos = _copy(w, pos, new, 0, size_of(new))
             at += size_of(old)
             done += 1
         else:
-            set_byte(out, pos, byte_at(s, at))
+            set_byte(w, pos, byte_at(s, at))
             pos += 1
             at += 1
     return out
 
 
 def replace(s, old, new):
-    return _replace(s, old, new, -1)
+    return _replace(s, view_of(s), view_of(old), view_of(new), -1)
 
 
 def replace_count(s, old, new, count):
-    return _replace(s, old, new, count)
+    return _replace(s, view_of(s), view_of(old), view_of(new), count)
 
 
 def char_at(s, index):
-    n = chars_before(s, size_of(s))
+    v = view_of(s)
+    n = chars_before(v, size_of(v))
     if index < 0:
         index += n
     if index < 0 or index >= n:
         fail_row()  # Python: IndexError
         return substring(s, 0, 0)
-    at = _byte_of_char(s, index)
-    return substring(s, at, _width_of(byte_at(s, at)))
+    at = _byte_of_char(v, index)
+    return substring(s, at, _width_of(byte_at(v, at)))
 
 
 def sliced(s, piece):
-    start, stop, step = piece.indices(chars_before(s, size_of(s)))
+    v = view_of(s)
+    start, stop, step = piece.indices(chars_before(v, size_of(v)))
     if step == 1:
         if stop <= start:
             return substring(s, 0, 0)
-        first = _byte_of_char(s, start)
-        return substring(s, first, _byte_of_char(s, stop) - first)
+        first = _byte_of_char(v, start)
+        return substring(s, first, _byte_of_char(v, stop) - first)
     total = 0
-    for write in range(2):
-        if write == 1:
-            out = new_string(total)
-        pos = 0
-        for index in range(start, stop, step):
-            at = _byte_of_char(s, index)
-            width = _width_of(byte_at(s, at))
-            if write == 0:
-                total += width
-            else:
-                pos = _copy(out, pos, s, at, width)
+    for index in range(start, stop, step):
+        total += _width_of(byte_at(v, _byte_of_char(v, index)))
+    out = new_string(total)
+    w = view_of(out)
+    pos = 0
+    for index in range(start, stop, step):
+        at = _byte_of_char(v, index)
+        pos = _copy(w, pos, v, at, _width_of(byte_at(v, at)))
     return out
 
 
 def zfill(s, width):
-    n = chars_before(s, size_of(s))
+    v = view_of(s)
+    n = chars_before(v, size_of(v))
     if width <= n:
-        return substring(s, 0, size_of(s))
+        return substring(s, 0, size_of(v))
     zeros = width - n
-    out = new_string(size_of(s) + zeros)
-    signed = size_of(s) > 0 and (byte_at(s, 0) == 43 or byte_at(s, 0) == 45)
-    pos = _copy(out, 0, s, 0, 1) if signed else 0
-    pos = _fill(out, pos, 48, zeros)
-    _copy(out, pos, s, 1 if signed else 0, size_of(s) - (1 if signed else 0))
+    out = new_string(size_of(v) + zeros)
+    w = view_of(out)
+    signed = size_of(v) > 0 and (byte_at(v, 0) == 43 or byte_at(v, 0) == 45)
+    pos = _copy(w, 0, v, 0, 1) if signed else 0
+    pos = _fill(w, pos, 48, zeros)
+    _copy(w, pos, v, 1 if signed else 0, size_of(v) - (1 if signed else 0))
     return out
 
 
 def ljust(s, width, fill):
-    return _pad(s, width, fill, 0)
+    return _pad(s, view_of(s), width, view_of(fill), 0)
 
 
 def rjust(s, width, fill):
-    return _pad(s, width, fill, 1)
+    return _pad(s, view_of(s), width, view_of(fill), 1)
 
 
 def center(s, width, fill):
-    return _pad(s, width, fill, 2)
+    return _pad(s, view_of(s), width, view_of(fill), 2)
 
 
 def ljust_space(s, width):
-    return _pad(s, width, SPACE_CHAR, 0)
+    return _pad(s, view_of(s), width, view_of(SPACE_CHAR), 0)
 
 
 def rjust_space(s, width):
-    return _pad(s, width, SPACE_CHAR, 1)
+    return _pad(s, view_of(s), width, view_of(SPACE_CHAR), 1)
 
 
 def center_space(s, width):
-    return _pad(s, width, SPACE_CHAR, 2)
+    return _pad(s, view_of(s), width, view_of(SPACE_CHAR), 2)
 
 
 def from_int(value):
@@ -511,17 +525,22 @@ def from_int(value):
         probe = -(probe // -10)
     size = digits + (1 if negative else 0)
     out = new_string(size)
+    w = view_of(out)
     pos = size - 1
     for _ in range(digits):
-        set_byte(out, pos, 48 - rest % -10)
+        set_byte(w, pos, 48 - rest % -10)
         rest = -(rest // -10)
         pos -= 1
     if negative:
-        set_byte(out, 0, 45)
+        set_byte(w, 0, 45)
     return out
 
 
 def to_int(s):
+    return _to_int(view_of(s))
+
+
+def _to_int(s):
     """``int(s)``: surrounding whitespace, a sign, decimal digits (any script) with single underscores
     between them; a failure, or a value beyond int64, fails the row. The magnitude is accumulated
     negated, so the minimum int64 fits."""
@@ -551,6 +570,10 @@ def to_int(s):
 
 
 def to_float(s):
+    return _to_float(view_of(s))
+
+
+def _to_float(s):
     """``float(s)``: whitespace, a sign, ``inf`` / ``infinity`` / ``nan`` in any case, or digits (any
     script, single underscores between them) with an optional fraction and exponent."""
     at, end = _skip_space(s, 0), _skip_space_back(s, size_of(s))
@@ -657,19 +680,21 @@ def _scaled(significand, exponent):
 
 
 def index(s, sub):
-    at = find_byte(s, sub)
+    v = view_of(s)
+    at = find_byte(v, view_of(sub))
     if at < 0:
         fail_row()  # Python: ValueError
         return -1
-    return chars_before(s, at)
+    return chars_before(v, at)
 
 
 def rindex(s, sub):
-    at = rfind_byte(s, sub)
+    v = view_of(s)
+    at = rfind_byte(v, view_of(sub))
     if at < 0:
         fail_row()
         return -1
-    return chars_before(s, at)
+    return chars_before(v, at)
 
 
 def string_of(s):
