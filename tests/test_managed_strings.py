@@ -26,7 +26,7 @@ CUDF_STRINGS = ["abc", "ABC", "AbC", "123", "123aBc", "123@.!", "", "rapids ai",
                 "This is Not a Title", "Neither is This a Title", "NoT a TiTlE", "123 Title Works"]
 CUDF_SUBSTRINGS = ["c", "cu", "2", "abc", "", "gpu"]
 # case mapping that changes lengths, final sigma, titlecase digraphs, dotted I, ligatures, CJK, emoji, spaces
-TRICKY = ["straße", "ΟΔΟΣ", "ὈΔΥΣΣΕΎΣ Σ", "Σ", "aΣ b", "ǆungla ǅ Ǆ", "İstanbul", "ﬁne ŉ", "日本語のテキスト",
+TRICKY = ["straße", "ΟΔΟΣ", "ὈΔΥΣΣΕΎΣ Σ", "Σ", "aΣ b", "ΣΣ", "aΣΣ", "aΣ.b", "aΣ'", "ΌΣΟΣ ΣΑΣ!", "ǆungla ǅ Ǆ", "İstanbul", "ﬁne ŉ", "日本語のテキスト",
           "emoji 🎉🎉 ok", "  \t spaced \n ", "-42", "+7", "١٢٣", " 1_000 ", "1__0", "9223372036854775807",
           "-9223372036854775808", "9223372036854775808", "3.25", "-1e-3", "inf", "-Infinity", "nan", "1_0.5",
           "1e400", ".5", "5.", "e5", "café", "hello world", "a-b_c d", None]
@@ -260,6 +260,16 @@ def _check_property(device, values, arrow_type, output):
     for name in PROPERTY_UDFS:
         f = UDFS[name]
         assert col.apply(f, string_type=output).to_pylist() == reference(f, values), name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_case_mapping_of_every_code_point(device):
+    """upper / lower / title / swapcase of each code point alone, and after a cased letter."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    col = on(device, pa.array(chars + ["A" + c for c in chars[::7]]))
+    values = chars + ["A" + c for c in chars[::7]]
+    for f in (UDFS["upper"], UDFS["lower"], UDFS["title"], UDFS["swapcase"]):
+        assert col.apply(f).to_pylist() == [f(v) for v in values]
 
 
 def test_case_tables_are_what_the_generator_makes():

@@ -28,8 +28,10 @@ PREDICATES = {
 MAPPINGS = {"UPPER_MAP": str.upper, "LOWER_MAP": str.lower, "TITLE_MAP": str.title}
 
 
-def _final_sigma(text: str) -> bool:
-    return text.lower().endswith("\u03c2")
+def _final_sigma(text: str, index: int) -> bool:
+    """Whether the capital sigma at ``index`` of ``text`` (a position that lowering does not move)
+    lowers to the final form."""
+    return text.lower()[index] == "\u03c2"
 
 
 def _case_ignorable(ch: str) -> bool:
@@ -37,8 +39,8 @@ def _case_ignorable(ch: str) -> bool:
     a capital sigma after 'A' and ``ch`` is final when ``ch`` is skipped (ignorable) or is cased; a
     capital sigma after 'A' and followed by ``ch`` is final when ``ch`` is skipped or is not cased."""
     if PREDICATES["CASED"](ch):
-        return _final_sigma("A\u03a3" + ch)
-    return _final_sigma("A" + ch + "\u03a3")
+        return _final_sigma("A\u03a3" + ch, 1)
+    return _final_sigma("A" + ch + "\u03a3", -1)
 
 
 def mapping(function) -> list[int]:
