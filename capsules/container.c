@@ -17,6 +17,9 @@
  *    release sets release to NULL.
  * C5 A parent's release releases the children it still owns (release != NULL), then frees the
  *    child structs it allocated, whether or not a consumer moved them out.
+ * C6 Null counts (O5). An exported node whose producer's null_count is -1 carries the count that
+ *    arrowdev computed for it, when the container has one (null_counts, given once by Python,
+ *    which counts validity bits); the top node carries whatever count the caller passes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,24 +32,24 @@
 OwnershipStats g_stats;
 
 /* The private data of every node arrowdev hands out: exported nodes (container != NULL) and
- * arrowdev-made producer nodes (keepalive, children exported from other containers). */
+ * arrowdev-made producer nodes (keepalive, children exported from other containers). One block
+ * per node: the NodePrivate, then its child structs and dictionary struct, child pointers and
+ * buffer pointers, so a node costs one allocation. */
 typedef struct NodePrivate {
   Container* container;
   void* keepalive;
   const void** buffers;
   int64_t n_children;
   struct ArrowArray** children;
-  struct ArrowArray* child_structs;
   struct ArrowArray* dictionary;
 } NodePrivate;
 
 static const int kMaxDepth = 256; /* deeper trees are refused: they are cycles or attacks */
 
-static int check_node(const struct ArrowArray* a, char* path, size_t path_len, int depth,
-                      char* err, size_t err_len) {
+static int check_node(const struct ArrowArray* a, NodePath* path, char* err, size_t err_len) {
 #define FAIL(...) return path_error(err, err_len, path, __VA_ARGS__)
   if (a == NULL) FAIL("node pointer is NULL");
-  if (depth > kMaxDepth) FAIL("nested deeper than %d levels", kMaxDepth);
+  if (path->depth > kMaxDepth) FAIL("nested deeper than %d levels", kMaxDepth);
   if (a->release == NULL) FAIL("struct is released (release is NULL)");
   if (a->length < 0) FAIL("negative length %lld", (long long)a->length);
   if (a->offset < 0) FAIL("negative offset %lld", (long long)a->offset);
@@ -55,23 +58,25 @@ static int check_node(const struct ArrowArray* a, char* path, size_t path_len, i
   if (a->n_children < 0) FAIL("negative n_children %lld", (long long)a->n_children);
   if (a->n_buffers > 0 && a->buffers == NULL) FAIL("n_buffers is %lld but buffers is NULL", (long long)a->n_buffers);
   if (a->n_children > 0 && a->children == NULL) FAIL("n_children is %lld but children is NULL", (long long)a->n_children);
-  size_t used = strlen(path);
-  for (int64_t i = 0; i < a->n_children; i++) {
-    snprintf(path + used, path_len - used, ".children[%lld]", (long long)i);
-    if (check_node(a->children[i], path, path_len, depth + 1, err, err_len)) return -1;
+  int rc = 0;
+  path->depth++;
+  for (int64_t i = 0; i < a->n_children && rc == 0; i++) {
+    path->steps[path->depth - 1] = i;
+    rc = check_node(a->children[i], path, err, err_len);
   }
-  if (a->dictionary != NULL) {
-    snprintf(path + used, path_len - used, ".dictionary");
-    if (check_node(a->dictionary, path, path_len, depth + 1, err, err_len)) return -1;
+  if (rc == 0 && a->dictionary != NULL) {
+    path->steps[path->depth - 1] = -1;
+    rc = check_node(a->dictionary, path, err, err_len);
   }
-  path[used] = '\0';
-  return 0;
+  path->depth--;
+  return rc;
 #undef FAIL
 }
 
 int arrow_array_check(const struct ArrowArray* array, char* err, size_t err_len) {
-  char path[1024] = "array";
-  return check_node(array, path, sizeof path, 0, err, err_len);
+  NodePath path;
+  path.depth = 0;
+  return check_node(array, &path, err, err_len);
 }
 
 Container* container_move_from(struct ArrowDeviceArray* src, void* keepalive) {
@@ -94,7 +99,40 @@ void container_decref(Container* c) {
     atomic_fetch_add(&g_stats.producer_releases, 1);
   }
   if (c->keepalive != NULL) drop_python_ref(c->keepalive);
+  free(c->null_counts);
   free(c);
+}
+
+int64_t tree_size(const struct ArrowArray* a) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < a->n_children; i++) n += tree_size(a->children[i]);
+  return a->dictionary != NULL ? n + tree_size(a->dictionary) : n;
+}
+
+static int has_unknown_null_count(const struct ArrowArray* a) {
+  if (a->null_count < 0) return 1;
+  for (int64_t i = 0; i < a->n_children; i++) {
+    if (has_unknown_null_count(a->children[i])) return 1;
+  }
+  return a->dictionary != NULL && has_unknown_null_count(a->dictionary);
+}
+
+int container_needs_null_counts(const Container* c) {
+  return c->null_counts == NULL && has_unknown_null_count(&c->array.array);
+}
+
+int container_set_null_counts(Container* c, int64_t* counts) {
+  if (c->null_counts != NULL) {
+    free(counts);
+    return -1;
+  }
+  c->null_counts = counts;
+  return 0;
+}
+
+int64_t container_top_null_count(const Container* c) {
+  int64_t n = c->array.array.null_count;
+  return n < 0 && c->null_counts != NULL ? c->null_counts[0] : n;
 }
 
 static void release_node(struct ArrowArray* array) {
@@ -104,10 +142,6 @@ static void release_node(struct ArrowArray* array) {
     if (child->release != NULL) child->release(child);
   }
   if (p->dictionary != NULL && p->dictionary->release != NULL) p->dictionary->release(p->dictionary);
-  free(p->dictionary);
-  free(p->child_structs);
-  free(p->children);
-  free(p->buffers);
   if (p->container != NULL) {
     container_decref(p->container);
     atomic_fetch_sub(&g_stats.exported_nodes, 1);
@@ -121,64 +155,54 @@ static void release_node(struct ArrowArray* array) {
 }
 
 /* Fills *dst with a node that owns copies of the pointer arrays and release_node as release;
- * its children and dictionary are zeroed structs for the caller to fill. On failure *dst is
- * released (what was made is freed) and ENOMEM returned. */
+ * its children and dictionary are zeroed structs for the caller to fill. ENOMEM on failure. */
 static int start_node(int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
                       const void** buffers, int64_t n_children, int has_dictionary,
                       struct ArrowArray* dst, NodePrivate** out) {
   memset(dst, 0, sizeof *dst);
-  NodePrivate* p = calloc(1, sizeof *p);
+  if (n_buffers > INT32_MAX || n_children > INT32_MAX) return ENOMEM; /* keeps the sizes below exact */
+  size_t structs = (size_t)n_children + (has_dictionary != 0);
+  NodePrivate* p = calloc(1, sizeof *p + structs * sizeof(struct ArrowArray) +
+                                 (size_t)n_children * sizeof(struct ArrowArray*) + (size_t)n_buffers * sizeof(void*));
   if (p == NULL) return ENOMEM;
+  struct ArrowArray* child_structs = (struct ArrowArray*)(p + 1);
+  p->children = (struct ArrowArray**)(child_structs + structs);
+  p->buffers = (const void**)(p->children + n_children);
+  if (n_buffers > 0) memcpy((void*)p->buffers, buffers, (size_t)n_buffers * sizeof(void*));
+  for (int64_t i = 0; i < n_children; i++) p->children[i] = &child_structs[i];
+  p->n_children = n_children;
+  p->dictionary = has_dictionary ? &child_structs[n_children] : NULL;
   dst->length = length;
   dst->null_count = null_count;
   dst->offset = offset;
   dst->n_buffers = n_buffers;
   dst->n_children = n_children;
+  dst->buffers = n_buffers > 0 ? p->buffers : NULL;
+  dst->children = n_children > 0 ? p->children : NULL;
+  dst->dictionary = p->dictionary;
   dst->release = release_node;
   dst->private_data = p;
-  int failed = 0;
-  if (n_buffers > 0) {
-    p->buffers = malloc((size_t)n_buffers * sizeof(void*));
-    if (p->buffers != NULL) memcpy((void*)p->buffers, buffers, (size_t)n_buffers * sizeof(void*));
-    failed |= p->buffers == NULL;
-  }
-  if (n_children > 0 && !failed) {
-    p->children = calloc((size_t)n_children, sizeof(struct ArrowArray*));
-    p->child_structs = calloc((size_t)n_children, sizeof(struct ArrowArray));
-    failed |= p->children == NULL || p->child_structs == NULL;
-    if (!failed) {
-      for (int64_t i = 0; i < n_children; i++) p->children[i] = &p->child_structs[i];
-      p->n_children = n_children;
-    }
-  }
-  if (has_dictionary && !failed) {
-    p->dictionary = calloc(1, sizeof(struct ArrowArray));
-    failed |= p->dictionary == NULL;
-  }
-  dst->buffers = p->buffers;
-  dst->children = p->children;
-  dst->dictionary = p->dictionary;
   *out = p;
-  if (failed) {
-    atomic_fetch_add(&g_stats.built_nodes, 1); /* release_node counts it back down */
-    release_node(dst);
-    return ENOMEM;
-  }
   return 0;
 }
 
-static int export_node(Container* c, const struct ArrowArray* src, struct ArrowArray* dst) {
+/* Exports node src of container c (node number *index in tree order, advanced past src's
+ * subtree) into dst. A null_count of -1 becomes the container's computed count when it has one. */
+static int export_node(Container* c, const struct ArrowArray* src, struct ArrowArray* dst, int64_t* index) {
   NodePrivate* p;
-  int rc = start_node(src->length, src->null_count, src->offset, src->n_buffers, src->buffers,
+  int64_t null_count = src->null_count;
+  if (null_count < 0 && c->null_counts != NULL) null_count = c->null_counts[*index];
+  *index += 1;
+  int rc = start_node(src->length, null_count, src->offset, src->n_buffers, src->buffers,
                       src->n_children, src->dictionary != NULL, dst, &p);
   if (rc) return rc;
   container_incref(c);
   p->container = c;
   atomic_fetch_add(&g_stats.exported_nodes, 1);
   for (int64_t i = 0; i < src->n_children && rc == 0; i++) {
-    rc = export_node(c, src->children[i], p->children[i]);
+    rc = export_node(c, src->children[i], p->children[i], index);
   }
-  if (rc == 0 && src->dictionary != NULL) rc = export_node(c, src->dictionary, p->dictionary);
+  if (rc == 0 && src->dictionary != NULL) rc = export_node(c, src->dictionary, p->dictionary, index);
   if (rc) release_node(dst);
   return rc;
 }
@@ -193,7 +217,8 @@ static void set_device_fields(const Container* c, struct ArrowDeviceArray* dst) 
 int container_export(Container* c, int64_t offset, int64_t length, int64_t null_count,
                      struct ArrowDeviceArray* dst) {
   memset(dst, 0, sizeof *dst);
-  int rc = export_node(c, &c->array.array, &dst->array);
+  int64_t index = 0;
+  int rc = export_node(c, &c->array.array, &dst->array, &index);
   if (rc) return rc;
   dst->array.offset = offset;
   dst->array.length = length;
@@ -206,7 +231,10 @@ int container_export_child(Container* c, int64_t index, struct ArrowDeviceArray*
   memset(dst, 0, sizeof *dst);
   const struct ArrowArray* top = &c->array.array;
   const struct ArrowArray* src = index < 0 ? top->dictionary : top->children[index];
-  int rc = export_node(c, src, &dst->array);
+  int64_t node = 1; /* the top is node 0; its children's subtrees come next, then the dictionary's */
+  int64_t before = index < 0 ? top->n_children : index;
+  for (int64_t i = 0; i < before; i++) node += tree_size(top->children[i]);
+  int rc = export_node(c, src, &dst->array, &node);
   if (rc) return rc;
   set_device_fields(c, dst);
   return 0;
@@ -221,9 +249,13 @@ int build_array(int64_t length, int64_t null_count, int64_t offset, int64_t n_bu
   if (rc) return rc;
   atomic_fetch_add(&g_stats.built_nodes, 1);
   for (int64_t i = 0; i < n_children && rc == 0; i++) {
-    rc = export_node(children[i], &children[i]->array.array, p->children[i]);
+    int64_t index = 0;
+    rc = export_node(children[i], &children[i]->array.array, p->children[i], &index);
   }
-  if (rc == 0 && dictionary != NULL) rc = export_node(dictionary, &dictionary->array.array, p->dictionary);
+  if (rc == 0 && dictionary != NULL) {
+    int64_t index = 0;
+    rc = export_node(dictionary, &dictionary->array.array, p->dictionary, &index);
+  }
   if (rc) {
     release_node(out);
     return rc;
