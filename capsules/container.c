@@ -15,8 +15,9 @@
  *    interpreter finalisation, leaks the reference instead of crashing.
  * C4 Spec hygiene (O5). Every struct we fill is zeroed first, so reserved bytes are zero; every
  *    release sets release to NULL.
- * C5 A parent's release releases the children it still owns (release != NULL), then frees the
- *    child structs it allocated, whether or not a consumer moved them out.
+ * C5 A parent's release releases the children it still owns (release != NULL), whether or not a
+ *    consumer moved others out. The nodes of one export share one allocation (NodeBlock), freed
+ *    by whichever node is released last.
  * C6 Null counts (O5). An exported node whose producer's null_count is -1 carries the count that
  *    arrowdev computed for it, when the container has one (null_counts, given once by Python,
  *    which counts validity bits); the top node carries whatever count the caller passes.
@@ -31,17 +32,26 @@
 
 OwnershipStats g_stats;
 
+/* The nodes of one export (or one arrowdev-made node) share one allocation, a NodeBlock: its
+ * header, then per node a NodePrivate followed by the node's child structs, dictionary struct,
+ * child pointers and buffer pointers. The block counts its unreleased nodes; whichever node is
+ * released last, in whatever order (C2, C5), frees it. */
+typedef struct NodeBlock {
+  atomic_llong live_nodes;
+  int64_t padding; /* keeps what follows 16-byte aligned, as malloc's own blocks are */
+} NodeBlock;
+
 /* The private data of every node arrowdev hands out: exported nodes (container != NULL) and
- * arrowdev-made producer nodes (keepalive, children exported from other containers). One block
- * per node: the NodePrivate, then its child structs and dictionary struct, child pointers and
- * buffer pointers, so a node costs one allocation. */
+ * arrowdev-made producer nodes (keepalive, children exported from other containers). */
 typedef struct NodePrivate {
+  NodeBlock* block;
   Container* container;
   void* keepalive;
   const void** buffers;
   int64_t n_children;
   struct ArrowArray** children;
   struct ArrowArray* dictionary;
+  int64_t padding; /* sizeof a multiple of 16 */
 } NodePrivate;
 
 static const int kMaxDepth = 256; /* deeper trees are refused: they are cycles or attacks */
@@ -149,29 +159,68 @@ static void release_node(struct ArrowArray* array) {
     atomic_fetch_sub(&g_stats.built_nodes, 1);
   }
   if (p->keepalive != NULL) drop_python_ref(p->keepalive);
-  free(p);
-  array->release = NULL;
+  NodeBlock* block = p->block;
+  array->release = NULL; /* before the block may go: array itself may live in it */
   array->private_data = NULL;
+  if (atomic_fetch_sub_explicit(&block->live_nodes, 1, memory_order_acq_rel) == 1) {
+    free(block);
+    atomic_fetch_sub(&g_stats.node_blocks, 1);
+  }
 }
 
-/* Fills *dst with a node that owns copies of the pointer arrays and release_node as release;
- * its children and dictionary are zeroed structs for the caller to fill. ENOMEM on failure. */
-static int start_node(int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
-                      const void** buffers, int64_t n_children, int has_dictionary,
-                      struct ArrowArray* dst, NodePrivate** out) {
-  memset(dst, 0, sizeof *dst);
-  if (n_buffers > INT32_MAX || n_children > INT32_MAX) return ENOMEM; /* keeps the sizes below exact */
-  size_t structs = (size_t)n_children + (has_dictionary != 0);
-  NodePrivate* p = calloc(1, sizeof *p + structs * sizeof(struct ArrowArray) +
-                                 (size_t)n_children * sizeof(struct ArrowArray*) + (size_t)n_buffers * sizeof(void*));
-  if (p == NULL) return ENOMEM;
+static const int64_t kMaxCount = (int64_t)1 << 24; /* children or buffers per node: keeps sizes exact */
+
+/* Bytes one node takes in a block, or 0 when its counts are beyond reason. */
+static size_t node_bytes(int64_t n_buffers, int64_t n_children, int has_dictionary) {
+  if (n_buffers > kMaxCount || n_children > kMaxCount) return 0;
+  size_t bytes = sizeof(NodePrivate) + ((size_t)n_children + (has_dictionary != 0)) * sizeof(struct ArrowArray) +
+                 ((size_t)n_children + (size_t)n_buffers) * sizeof(void*);
+  return (bytes + 15) & ~(size_t)15;
+}
+
+/* Bytes the nodes of src's subtree take in a block (0 when one cannot be held), and their count. */
+static size_t tree_bytes(const struct ArrowArray* src, int64_t* nodes) {
+  size_t total = node_bytes(src->n_buffers, src->n_children, src->dictionary != NULL);
+  *nodes += 1;
+  for (int64_t i = 0; i < src->n_children && total > 0; i++) {
+    size_t child = tree_bytes(src->children[i], nodes);
+    total = child == 0 || total > SIZE_MAX / 2 ? 0 : total + child;
+  }
+  if (src->dictionary != NULL && total > 0) {
+    size_t dictionary = tree_bytes(src->dictionary, nodes);
+    total = dictionary == 0 || total > SIZE_MAX / 2 ? 0 : total + dictionary;
+  }
+  return total;
+}
+
+/* A zeroed block for `nodes` nodes taking `bytes`; *cursor is where the first node goes. */
+static NodeBlock* new_block(size_t bytes, int64_t nodes, char** cursor) {
+  if (bytes == 0) return NULL;
+  NodeBlock* block = calloc(1, sizeof(NodeBlock) + bytes);
+  if (block == NULL) return NULL;
+  atomic_init(&block->live_nodes, nodes);
+  atomic_fetch_add(&g_stats.node_blocks, 1);
+  *cursor = (char*)(block + 1);
+  return block;
+}
+
+/* Fills *dst with a node whose NodePrivate and pointer arrays are carved from the block at
+ * *cursor (advanced past them), with release_node as release; its children and dictionary are
+ * zeroed structs for the caller to fill. */
+static NodePrivate* start_node(int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
+                               const void** buffers, int64_t n_children, int has_dictionary,
+                               NodeBlock* block, char** cursor, struct ArrowArray* dst) {
+  NodePrivate* p = (NodePrivate*)*cursor;
+  *cursor += node_bytes(n_buffers, n_children, has_dictionary);
   struct ArrowArray* child_structs = (struct ArrowArray*)(p + 1);
-  p->children = (struct ArrowArray**)(child_structs + structs);
+  p->block = block;
+  p->children = (struct ArrowArray**)(child_structs + n_children + (has_dictionary != 0));
   p->buffers = (const void**)(p->children + n_children);
   if (n_buffers > 0) memcpy((void*)p->buffers, buffers, (size_t)n_buffers * sizeof(void*));
   for (int64_t i = 0; i < n_children; i++) p->children[i] = &child_structs[i];
   p->n_children = n_children;
   p->dictionary = has_dictionary ? &child_structs[n_children] : NULL;
+  memset(dst, 0, sizeof *dst);
   dst->length = length;
   dst->null_count = null_count;
   dst->offset = offset;
@@ -182,29 +231,35 @@ static int start_node(int64_t length, int64_t null_count, int64_t offset, int64_
   dst->dictionary = p->dictionary;
   dst->release = release_node;
   dst->private_data = p;
-  *out = p;
-  return 0;
+  return p;
 }
 
 /* Exports node src of container c (node number *index in tree order, advanced past src's
- * subtree) into dst. A null_count of -1 becomes the container's computed count when it has one. */
-static int export_node(Container* c, const struct ArrowArray* src, struct ArrowArray* dst, int64_t* index) {
-  NodePrivate* p;
+ * subtree) into dst, its nodes carved from the block at *cursor. A null_count of -1 becomes the
+ * container's computed count when it has one (C6). */
+static void export_node(Container* c, const struct ArrowArray* src, NodeBlock* block, char** cursor,
+                        struct ArrowArray* dst, int64_t* index) {
   int64_t null_count = src->null_count;
   if (null_count < 0 && c->null_counts != NULL) null_count = c->null_counts[*index];
   *index += 1;
-  int rc = start_node(src->length, null_count, src->offset, src->n_buffers, src->buffers,
-                      src->n_children, src->dictionary != NULL, dst, &p);
-  if (rc) return rc;
+  NodePrivate* p = start_node(src->length, null_count, src->offset, src->n_buffers, src->buffers,
+                              src->n_children, src->dictionary != NULL, block, cursor, dst);
   container_incref(c);
   p->container = c;
   atomic_fetch_add(&g_stats.exported_nodes, 1);
-  for (int64_t i = 0; i < src->n_children && rc == 0; i++) {
-    rc = export_node(c, src->children[i], p->children[i], index);
-  }
-  if (rc == 0 && src->dictionary != NULL) rc = export_node(c, src->dictionary, p->dictionary, index);
-  if (rc) release_node(dst);
-  return rc;
+  for (int64_t i = 0; i < src->n_children; i++) export_node(c, src->children[i], block, cursor, p->children[i], index);
+  if (src->dictionary != NULL) export_node(c, src->dictionary, block, cursor, p->dictionary, index);
+}
+
+/* Exports src's subtree (node number index of c) into dst, in one new block. 0 or ENOMEM. */
+static int export_tree(Container* c, const struct ArrowArray* src, int64_t index, struct ArrowArray* dst) {
+  int64_t nodes = 0;
+  size_t bytes = tree_bytes(src, &nodes); /* first: it counts the nodes */
+  char* cursor;
+  NodeBlock* block = new_block(bytes, nodes, &cursor);
+  if (block == NULL) return ENOMEM;
+  export_node(c, src, block, &cursor, dst, &index);
+  return 0;
 }
 
 static void set_device_fields(const Container* c, struct ArrowDeviceArray* dst) {
@@ -217,8 +272,7 @@ static void set_device_fields(const Container* c, struct ArrowDeviceArray* dst) 
 int container_export(Container* c, int64_t offset, int64_t length, int64_t null_count,
                      struct ArrowDeviceArray* dst) {
   memset(dst, 0, sizeof *dst);
-  int64_t index = 0;
-  int rc = export_node(c, &c->array.array, &dst->array, &index);
+  int rc = export_tree(c, &c->array.array, 0, &dst->array);
   if (rc) return rc;
   dst->array.offset = offset;
   dst->array.length = length;
@@ -234,7 +288,7 @@ int container_export_child(Container* c, int64_t index, struct ArrowDeviceArray*
   int64_t node = 1; /* the top is node 0; its children's subtrees come next, then the dictionary's */
   int64_t before = index < 0 ? top->n_children : index;
   for (int64_t i = 0; i < before; i++) node += tree_size(top->children[i]);
-  int rc = export_node(c, src, &dst->array, &node);
+  int rc = export_tree(c, src, node, &dst->array);
   if (rc) return rc;
   set_device_fields(c, dst);
   return 0;
@@ -243,19 +297,17 @@ int container_export_child(Container* c, int64_t index, struct ArrowDeviceArray*
 int build_array(int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
                 const void** buffers, int64_t n_children, Container** children,
                 Container* dictionary, void* keepalive, struct ArrowArray* out) {
-  NodePrivate* p;
-  int rc = start_node(length, null_count, offset, n_buffers, buffers, n_children,
-                      dictionary != NULL, out, &p);
-  if (rc) return rc;
+  char* cursor;
+  NodeBlock* block = new_block(node_bytes(n_buffers, n_children, dictionary != NULL), 1, &cursor);
+  if (block == NULL) return ENOMEM;
+  NodePrivate* p = start_node(length, null_count, offset, n_buffers, buffers, n_children,
+                              dictionary != NULL, block, &cursor, out);
   atomic_fetch_add(&g_stats.built_nodes, 1);
+  int rc = 0;
   for (int64_t i = 0; i < n_children && rc == 0; i++) {
-    int64_t index = 0;
-    rc = export_node(children[i], &children[i]->array.array, p->children[i], &index);
+    rc = export_tree(children[i], &children[i]->array.array, 0, p->children[i]);
   }
-  if (rc == 0 && dictionary != NULL) {
-    int64_t index = 0;
-    rc = export_node(dictionary, &dictionary->array.array, p->dictionary, &index);
-  }
+  if (rc == 0 && dictionary != NULL) rc = export_tree(dictionary, &dictionary->array.array, 0, p->dictionary);
   if (rc) {
     release_node(out);
     return rc;

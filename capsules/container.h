@@ -22,6 +22,8 @@ typedef struct OwnershipStats {
   atomic_llong exported_nodes;    /* exported ArrowArray nodes not yet released */
   atomic_llong exported_streams;  /* exported streams not yet released */
   atomic_llong built_nodes;       /* arrowdev-made producer nodes not yet released */
+  atomic_llong node_blocks;       /* allocations holding exported / built nodes, not yet freed */
+  atomic_llong schema_blocks;     /* allocations holding schema copies (schema.c), not yet freed */
 } OwnershipStats;
 
 extern OwnershipStats g_stats;

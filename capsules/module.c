@@ -503,11 +503,13 @@ static PyObject* capsule_name(PyObject* module, PyObject* obj) {
 static PyObject* ownership_stats(PyObject* module, PyObject* unused) {
   long long imports = atomic_load(&g_stats.imports);
   long long releases = atomic_load(&g_stats.producer_releases);
-  return Py_BuildValue("{sLsLsLsLsLsL}", "live_containers", imports - releases, "imports", imports,
+  return Py_BuildValue("{sLsLsLsLsLsLsLsL}", "live_containers", imports - releases, "imports", imports,
                        "producer_releases", releases, "live_exported_nodes",
                        (long long)atomic_load(&g_stats.exported_nodes), "live_exported_streams",
                        (long long)atomic_load(&g_stats.exported_streams), "live_built_nodes",
-                       (long long)atomic_load(&g_stats.built_nodes));
+                       (long long)atomic_load(&g_stats.built_nodes), "live_node_blocks",
+                       (long long)atomic_load(&g_stats.node_blocks), "live_schema_copies",
+                       (long long)atomic_load(&g_stats.schema_blocks));
 }
 
 static PyMethodDef module_methods[] = {

@@ -3,39 +3,53 @@
  * Invariants:
  * S1 Every node of a copy stands alone, as exported array nodes do (container.c C2): its own
  *    release and private_data, so a consumer may move children out and release nodes in any
- *    order. A node's release releases the children it still owns, then frees its one block
- *    (the strings, child pointers and child structs of that node live in it).
+ *    order. A node's release releases the children it still owns. The nodes of one copy share
+ *    one allocation (strings, child pointers and child structs included), freed by whichever
+ *    node is released last.
  * S2 A key is a prefix-free encoding of everything a consumer can see in a tree: two trees have
  *    equal keys exactly when they describe the same type, names, nullability and metadata. So a
  *    type parsed (and validated) for one key may stand for any tree with that key. schema_equal
  *    compares the same content in place, without making a key.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "container.h" /* g_stats */
 #include "schema.h"
 
 static const int kMaxDepth = 256; /* as for arrays (container.c): deeper trees are refused */
 
-/* The private data of a copied node: one block holding everything the node points to. */
+/* A copy takes one allocation, a SchemaBlock: its header, then per node a SchemaNode followed by
+ * the node's child structs, dictionary struct, child pointers and strings. The block counts its
+ * unreleased nodes; whichever node is released last frees it (S1). */
 typedef struct SchemaBlock {
-  int64_t n_children;
-  struct ArrowSchema** children;    /* into this block */
-  struct ArrowSchema* dictionary;   /* into this block, or NULL */
-  /* then: child structs, dictionary struct, child pointers, format, name, metadata bytes */
+  atomic_llong live_nodes;
+  int64_t padding; /* keeps what follows 16-byte aligned */
 } SchemaBlock;
 
+typedef struct SchemaNode {
+  SchemaBlock* block;
+  int64_t n_children;
+  struct ArrowSchema** children;  /* into the block */
+  struct ArrowSchema* dictionary; /* into the block, or NULL */
+} SchemaNode;
+
 static void release_schema_copy(struct ArrowSchema* schema) {
-  SchemaBlock* b = (SchemaBlock*)schema->private_data;
-  for (int64_t i = 0; i < b->n_children; i++) {
-    if (b->children[i]->release != NULL) b->children[i]->release(b->children[i]);
+  SchemaNode* node = (SchemaNode*)schema->private_data;
+  for (int64_t i = 0; i < node->n_children; i++) {
+    if (node->children[i]->release != NULL) node->children[i]->release(node->children[i]);
   }
-  if (b->dictionary != NULL && b->dictionary->release != NULL) b->dictionary->release(b->dictionary);
-  free(b);
-  schema->release = NULL;
+  if (node->dictionary != NULL && node->dictionary->release != NULL) node->dictionary->release(node->dictionary);
+  SchemaBlock* block = node->block;
+  schema->release = NULL; /* before the block may go: schema itself may live in it */
   schema->private_data = NULL;
+  if (atomic_fetch_sub_explicit(&block->live_nodes, 1, memory_order_acq_rel) == 1) {
+    free(block);
+    atomic_fetch_sub(&g_stats.schema_blocks, 1);
+  }
 }
 
 /* The metadata encoding: int32 pair count, then per pair int32 length + key bytes, int32 length +
@@ -52,6 +66,23 @@ static size_t metadata_size(const char* metadata) {
   return pos;
 }
 
+static size_t string_bytes(const char* s) { return s != NULL ? strlen(s) + 1 : 0; }
+
+/* Bytes one node of src takes in a block, rounded up to keep the next node aligned. */
+static size_t node_bytes(const struct ArrowSchema* src) {
+  size_t structs = (size_t)src->n_children + (src->dictionary != NULL);
+  size_t bytes = sizeof(SchemaNode) + structs * sizeof(struct ArrowSchema) + (size_t)src->n_children * sizeof(void*) +
+                 string_bytes(src->format) + string_bytes(src->name) + metadata_size(src->metadata);
+  return (bytes + 15) & ~(size_t)15;
+}
+
+static size_t tree_bytes(const struct ArrowSchema* src, int64_t* nodes) {
+  size_t total = node_bytes(src);
+  *nodes += 1;
+  for (int64_t i = 0; i < src->n_children; i++) total += tree_bytes(src->children[i], nodes);
+  return src->dictionary != NULL ? total + tree_bytes(src->dictionary, nodes) : total;
+}
+
 /* Copies n bytes to *cursor and advances it; returns where they went (NULL stays NULL). */
 static char* put_bytes(char** cursor, const char* src, size_t n) {
   if (src == NULL) return NULL;
@@ -61,39 +92,46 @@ static char* put_bytes(char** cursor, const char* src, size_t n) {
   return out;
 }
 
-int schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* dst) {
-  memset(dst, 0, sizeof *dst);
+/* Copies node src (and its subtree) into dst, carving from the block at *cursor. */
+static void copy_node(const struct ArrowSchema* src, SchemaBlock* block, char** cursor, struct ArrowSchema* dst) {
   int64_t n = src->n_children;
-  size_t structs = (size_t)n + (src->dictionary != NULL);
-  size_t format_len = strlen(src->format) + 1;
-  size_t name_len = src->name != NULL ? strlen(src->name) + 1 : 0;
-  size_t metadata_len = metadata_size(src->metadata);
-  size_t size = sizeof(SchemaBlock) + structs * sizeof(struct ArrowSchema) +
-                (size_t)n * sizeof(struct ArrowSchema*) + format_len + name_len + metadata_len;
-  SchemaBlock* b = calloc(1, size);
-  if (b == NULL) return ENOMEM;
-  struct ArrowSchema* child_structs = (struct ArrowSchema*)(b + 1);
-  b->children = (struct ArrowSchema**)(child_structs + structs);
-  b->dictionary = src->dictionary != NULL ? &child_structs[n] : NULL;
-  char* cursor = (char*)(b->children + n);
-  dst->format = put_bytes(&cursor, src->format, format_len);
-  dst->name = put_bytes(&cursor, src->name, name_len);
-  dst->metadata = put_bytes(&cursor, src->metadata, metadata_len);
+  SchemaNode* node = (SchemaNode*)*cursor;
+  char* end = *cursor + node_bytes(src);
+  struct ArrowSchema* child_structs = (struct ArrowSchema*)(node + 1);
+  node->block = block;
+  node->n_children = n;
+  node->children = (struct ArrowSchema**)(child_structs + n + (src->dictionary != NULL));
+  node->dictionary = src->dictionary != NULL ? &child_structs[n] : NULL;
+  char* strings = (char*)(node->children + n);
+  memset(dst, 0, sizeof *dst);
+  dst->format = put_bytes(&strings, src->format, string_bytes(src->format));
+  dst->name = put_bytes(&strings, src->name, string_bytes(src->name));
+  dst->metadata = put_bytes(&strings, src->metadata, metadata_size(src->metadata));
   dst->flags = src->flags;
   dst->n_children = n;
-  dst->children = n > 0 ? b->children : NULL;
-  dst->dictionary = b->dictionary;
+  dst->children = n > 0 ? node->children : NULL;
+  dst->dictionary = node->dictionary;
   dst->release = release_schema_copy;
-  dst->private_data = b;
-  int rc = 0;
-  for (int64_t i = 0; i < n && rc == 0; i++) {
-    b->children[i] = &child_structs[i];
-    b->n_children = i + 1;
-    rc = schema_deep_copy(src->children[i], b->children[i]);
+  dst->private_data = node;
+  *cursor = end;
+  for (int64_t i = 0; i < n; i++) {
+    node->children[i] = &child_structs[i];
+    copy_node(src->children[i], block, cursor, node->children[i]);
   }
-  if (rc == 0 && b->dictionary != NULL) rc = schema_deep_copy(src->dictionary, b->dictionary);
-  if (rc) release_schema_copy(dst);
-  return rc;
+  if (node->dictionary != NULL) copy_node(src->dictionary, block, cursor, node->dictionary);
+}
+
+int schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* dst) {
+  memset(dst, 0, sizeof *dst);
+  int64_t nodes = 0;
+  size_t bytes = tree_bytes(src, &nodes);
+  SchemaBlock* block = calloc(1, sizeof(SchemaBlock) + bytes);
+  if (block == NULL) return ENOMEM;
+  atomic_init(&block->live_nodes, nodes);
+  atomic_fetch_add(&g_stats.schema_blocks, 1);
+  char* cursor = (char*)(block + 1);
+  copy_node(src, block, &cursor, dst);
+  return 0;
 }
 
 /* ---- content: equality and keys ---------------------------------------------------------- */
