@@ -29,12 +29,24 @@ _capsule_name = _capsules.capsule_name
 
 def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
     """The type and the arrays of any Arrow producer (see the module docstring)."""
-    if schema is None:  # the hot path, natively: objects whose first protocol is __arrow_c_device_array__
-        found = _capsules.import_from(obj, KNOWN_TYPES)
-        if found is not None:
-            if found[0] is not None:
-                return found  # (dtype, [held])
-            return _from_exported(obj, "__arrow_c_device_array__", found[1])
+    found = import_from(obj) if schema is None else None
+    if found is not None and found[0] is not None:
+        return found
+    return read_arrow_after(obj, schema, found)
+
+
+def import_from(obj: Any) -> tuple[DataType | None, Any] | None:
+    """The hot path of :func:`read_arrow`, natively (capsules/import_module.c): for an object whose
+    first protocol is ``__arrow_c_device_array__`` (PyArrow arrays and record batches), its
+    ``(dtype, [held])`` when its type was seen before, else ``(None, what the protocol returned)``;
+    None for any other object (nothing called). Pass the result on to :func:`read_arrow_after`."""
+    return _capsules.import_from(obj, KNOWN_TYPES)
+
+
+def read_arrow_after(obj: Any, schema: Any, found: tuple[Any, Any] | None) -> tuple[DataType, list[Any]]:
+    """:func:`read_arrow` for what :func:`import_from` did not finish."""
+    if found is not None:
+        return _from_exported(obj, "__arrow_c_device_array__", found[1])
     if isinstance(obj, tuple) and len(obj) == 2 and _capsule_name(obj[0]) == "arrow_schema":
         return _from_pair(obj[0], obj[1])
     name = _capsule_name(obj)

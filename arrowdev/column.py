@@ -24,11 +24,11 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from . import layout
-from ._from_arrow import check_tree, read_arrow
+from . import _capsules, layout
+from ._from_arrow import check_tree, read_arrow, read_arrow_after
 from ._to_arrow import array_capsules, cheap_target, check_kwargs, stream_capsule
 from .errors import DeviceUnavailableError, InvalidArrowError
-from .types import DataType, Device
+from .types import KNOWN_TYPES, DataType, Device
 
 __all__ = ["ArrowColumn", "BufferInfo", "column"]
 
@@ -82,13 +82,15 @@ class ArrowColumn:
         self._type = dtype
         # a list is taken as it is (no column changes its chunk list, so columns may share one)
         self._chunks = chunks = chunks if type(chunks) is list else list(chunks)
-        if len(chunks) == 1:  # the common case, kept cheap: a column is made on every import
-            n = chunks[0].null_count
-            self._nulls: list[int | None] = [n if n >= 0 else None]
-            return
-        self._nulls = [n if (n := c.null_count) >= 0 else None for c in chunks]
+        self._nulls: list[int | None] | None = None  # per chunk, made when first needed (_null_list)
         if len(chunks) > 1 and len({(c.device_type, c.device_id) for c in chunks}) > 1:
             raise ValueError("expected every chunk of a column on one device, got chunks on several")
+
+    def _null_list(self) -> list[int | None]:
+        """Each chunk's null count where known (None: to be counted), as the chunks say at first."""
+        if self._nulls is None:
+            self._nulls = [n if (n := c.null_count) >= 0 else None for c in self._chunks]
+        return self._nulls
 
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowColumn:
@@ -118,7 +120,7 @@ class ArrowColumn:
     @property
     def chunks(self) -> list[ArrowColumn]:
         """Each chunk as a column of its own (zero-copy)."""
-        return [self._derive([c], [n]) for c, n in zip(self._chunks, self._nulls)]
+        return [self._derive([c], [n]) for c, n in zip(self._chunks, self._null_list())]
 
     @property
     def device(self) -> Device:
@@ -132,7 +134,7 @@ class ArrowColumn:
         return sum(self._chunk_null_count(i) for i in range(len(self._chunks)))
 
     def _chunk_null_count(self, i: int) -> int:
-        n = self._nulls[i]
+        n = self._null_list()[i]
         if n is None:
             c = self._chunks[i]
             validity = c.buffers[0] if c.n_buffers else 0
@@ -195,7 +197,7 @@ class ArrowColumn:
     def rename(self, name: str) -> ArrowColumn:
         """The same column (zero-copy) under another field name."""
         out = ArrowColumn(self._type.with_name(name), self._chunks)
-        out._nulls = list(self._nulls)
+        out._nulls = list(self._null_list())
         return out
 
     def _child_column(self, dtype: DataType, chunks: list[Any]) -> ArrowColumn:
@@ -215,16 +217,16 @@ class ArrowColumn:
         total = len(self)
         start = min(offset, total)
         stop = total if length is None else min(start + length, total)
-        chunks, nulls = [], []
+        chunks, nulls, known_nulls = [], [], self._null_list()
         for i, (chunk, first) in enumerate(zip(self._chunks, self._chunk_starts())):
             lo, hi = max(start, first), min(stop, first + chunk.length)
             if lo >= hi:
                 continue
             if hi - lo == chunk.length:
                 chunks.append(chunk)
-                nulls.append(self._nulls[i])
+                nulls.append(known_nulls[i])
             else:
-                known = 0 if self._nulls[i] == 0 else -1
+                known = 0 if known_nulls[i] == 0 else -1
                 chunks.append(chunk.slice(chunk.offset + lo - first, hi - lo, known))
                 nulls.append(0 if known == 0 else None)
         return self._derive(chunks, nulls)
@@ -509,8 +511,11 @@ def column(obj: Any, schema: Any = None) -> ArrowColumn:
     [1, None, 3]
     """
     if schema is None:  # kept to few steps: an import is often per call (benchmarks/bench_exchange.py)
+        found = _capsules.import_from(obj, KNOWN_TYPES)  # as _from_arrow.import_from, one call less
+        if found is not None and found[0] is not None:
+            return ArrowColumn(*found)
         if isinstance(obj, ArrowColumn):
             return obj
-        return ArrowColumn(*read_arrow(obj))
+        return ArrowColumn(*read_arrow_after(obj, None, found))
     dtype, arrays = read_arrow(obj, schema)
     return ArrowColumn(dtype, arrays)._as_requested(schema)

@@ -71,15 +71,20 @@ class ArrowTable:
 
     @classmethod
     def _from_batches(cls, dtype: DataType, batches: list[Any]) -> ArrowTable:
-        probe = ArrowColumn(dtype, batches)
+        probe = None  # a column of the batches, made only when a null count is to be computed
         num_rows, offsets = 0, False
         for i, batch in enumerate(batches):  # one plain loop: this runs on every import of a table
-            if probe._chunk_null_count(i):
-                raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
-                                        "its null rows have no meaning per column")
+            if batch.null_count != 0 or batch.needs_null_counts:
+                probe = probe or ArrowColumn(dtype, batches)
+                if probe._chunk_null_count(i):
+                    raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
+                                            "its null rows have no meaning per column")
+                probe._ready_chunk(i)  # exports carry computed null counts (O5)
             num_rows += batch.length
             offsets = offsets or batch.offset > 0
-        table = cls(None, num_rows, dtype._metadata, batches=probe._exportable_chunks(), schema=dtype)
+        table = object.__new__(cls)  # what __init__ checks holds for one struct type's batches
+        table._column_list, table._num_rows, table._metadata = None, num_rows, dtype._metadata
+        table._batches, table._schema = batches, dtype
         if offsets:  # not record batches as they are: rebuilt from the columns
             table._column_list, table._batches = table._columns, None
         return table

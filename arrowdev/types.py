@@ -73,10 +73,11 @@ class DataType:
     and dictionaries; not the top-level name, nullability or metadata.
     """
 
-    __slots__ = ("_c", "__dict__")
+    __slots__ = ("_c", "_address", "__dict__")
 
     def __init__(self, c_schema: Any) -> None:
         self._c = c_schema
+        self._address: int = c_schema._addr()  # of the ArrowSchema (valid while this type lives)
 
     @classmethod
     def from_arrow(cls, obj: Any) -> DataType:
@@ -95,11 +96,6 @@ class DataType:
 
     def __arrow_c_schema__(self) -> Any:
         return _capsules.export_schema(self._address)
-
-    @cached_property
-    def _address(self) -> int:
-        """The address of the ArrowSchema this type wraps (valid while the type lives)."""
-        return self._c._addr()
 
     @cached_property
     def _metadata(self) -> Any:

@@ -128,29 +128,43 @@ static PyObject* known_type(const struct ArrowSchema* schema, PyObject* known_ty
   return dtype;
 }
 
-/* import_pair(schema_capsule, array_capsule, known_types, dtype=None): (dtype, held array) for a
- * (schema, array) capsule pair, the array (arrow_device_array, else arrow_array) checked against
- * the schema (capsules/check.c), then moved (O7: on a bad tree nothing is moved). dtype is the
- * given one, else the one known_types holds for the schema's key; with neither, None and nothing
- * is touched: the caller parses (and so validates) the schema, then passes its type. */
+/* Imports a (schema, array) capsule pair: the array (arrow_device_array, else arrow_array)
+ * checked against the schema (capsules/check.c), then moved (O7: on a bad tree nothing is moved).
+ * Its type is `given` (not None), else the one known_types holds for the schema. 1 with new
+ * references in *dtype and *held; 0 when no type is given or known (nothing touched: the caller
+ * parses, and so validates, the schema first); -1 with an exception. */
+static int import_typed(PyObject* schema_capsule, PyObject* array_capsule, PyObject* known_types, PyObject* given,
+                        PyObject** dtype, PyObject** held) {
+  const struct ArrowSchema* schema = schema_in(schema_capsule);
+  *dtype = given != Py_None ? given : known_type(schema, known_types);
+  if (*dtype == NULL) return 0;
+  if (schema == NULL) {
+    if (capsule_struct(schema_capsule, "arrow_schema") != NULL) {
+      PyErr_SetString(InvalidArrowError, "the schema capsule was already consumed");
+    }
+    return -1;
+  }
+  const char* name = PyCapsule_CheckExact(array_capsule) ? PyCapsule_GetName(array_capsule) : NULL;
+  int device = name != NULL && strcmp(name, "arrow_device_array") == 0;
+  Py_INCREF(*dtype); /* borrowed from a cache until now */
+  *held = import_capsule(array_capsule, device, schema);
+  if (*held != NULL) return 1;
+  Py_CLEAR(*dtype);
+  return -1;
+}
+
+/* import_pair(schema_capsule, array_capsule, known_types, dtype=None): (dtype, held array), as
+ * import_typed; None when no type is given or known. */
 PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 3 || nargs > 4) {
     return PyErr_Format(PyExc_TypeError, "import_pair expected 3 or 4 arguments, got %zd", nargs);
   }
-  const struct ArrowSchema* schema = schema_in(args[0]);
-  PyObject* dtype = nargs == 4 && args[3] != Py_None ? args[3] : known_type(schema, args[2]);
-  if (dtype == NULL) Py_RETURN_NONE;
-  if (schema == NULL) {
-    return capsule_struct(args[0], "arrow_schema") == NULL ? NULL
-               : PyErr_Format(InvalidArrowError, "the schema capsule was already consumed");
-  }
-  const char* name = PyCapsule_CheckExact(args[1]) ? PyCapsule_GetName(args[1]) : NULL;
-  int device = name != NULL && strcmp(name, "arrow_device_array") == 0;
-  Py_INCREF(dtype); /* borrowed from a cache until now */
-  PyObject* held = import_capsule(args[1], device, schema);
-  PyObject* pair = held != NULL ? PyTuple_Pack(2, dtype, held) : NULL;
-  Py_XDECREF(held);
+  PyObject *dtype, *held;
+  int found = import_typed(args[0], args[1], args[2], nargs == 4 ? args[3] : Py_None, &dtype, &held);
+  if (found <= 0) return found == 0 ? Py_NewRef(Py_None) : NULL;
+  PyObject* pair = PyTuple_Pack(2, dtype, held);
   Py_DECREF(dtype);
+  Py_DECREF(held);
   return pair;
 }
 
@@ -189,19 +203,26 @@ PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
   }
   PyObject* exported = PyObject_CallMethodNoArgs(obj, device_array);
   if (exported == NULL) return NULL;
-  PyObject* found = NULL;
+  PyObject *dtype, *held, *out = NULL;
+  int found = 0;
   if (PyTuple_CheckExact(exported) && PyTuple_GET_SIZE(exported) == 2) {
-    PyObject* pair[3] = {PyTuple_GET_ITEM(exported, 0), PyTuple_GET_ITEM(exported, 1), args[1]};
-    found = import_pair(module, pair, 3);
-    if (found == NULL) {
-      Py_DECREF(exported);
-      return NULL;
+    found = import_typed(PyTuple_GET_ITEM(exported, 0), PyTuple_GET_ITEM(exported, 1), args[1], Py_None, &dtype, &held);
+  }
+  if (found == 0) {
+    out = PyTuple_Pack(2, Py_None, exported);
+  } else if (found == 1) { /* (dtype, [held]), stealing both references */
+    PyObject* chunks = PyList_New(1);
+    out = chunks != NULL ? PyTuple_New(2) : NULL;
+    if (out == NULL) {
+      Py_XDECREF(chunks);
+      Py_DECREF(dtype);
+      Py_DECREF(held);
+    } else {
+      PyList_SET_ITEM(chunks, 0, held);
+      PyTuple_SET_ITEM(out, 0, dtype);
+      PyTuple_SET_ITEM(out, 1, chunks);
     }
   }
-  PyObject* out;
-  if (found == NULL || found == Py_None) out = Py_BuildValue("(OO)", Py_None, exported);
-  else out = Py_BuildValue("(O[O])", PyTuple_GET_ITEM(found, 0), PyTuple_GET_ITEM(found, 1));
-  Py_XDECREF(found);
   Py_DECREF(exported);
   return out;
 }
