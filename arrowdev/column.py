@@ -436,7 +436,7 @@ class ArrowColumn:
         bitmaps are not read for this: those nodes keep -1, as the C Data interface allows)."""
         chunk = self._chunks[i]
         read = self._read if self.device.is_cpu_readable else None
-        length, offset, _, buffers, children, dictionary = chunk.tree()
+        *_, children, dictionary = chunk.tree()
         counts = [self._chunk_null_count(i)]
         for child_type, child in zip(self._type.children, children):
             counts.extend(_node_null_counts(child_type, child, read))

@@ -71,7 +71,9 @@ class ArrowTable:
 
     @classmethod
     def _from_batches(cls, dtype: DataType, batches: list[Any]) -> ArrowTable:
-        probe = None  # a column of the batches, made only when a null count is to be computed
+        # a column of the batches checks that they share one device; one batch needs it only when
+        # a null count is to be computed
+        probe = ArrowColumn(dtype, batches) if len(batches) > 1 else None
         num_rows, offsets = 0, False
         for i, batch in enumerate(batches):  # one plain loop: this runs on every import of a table
             if batch.null_count != 0 or batch.needs_null_counts:
