@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _capsules
-from .types import DataType
+from .types import KNOWN_TYPES, DataType, type_of_schema
 
 _PROTOCOLS = ("__arrow_c_device_stream__", "__arrow_c_device_array__", "__arrow_c_stream__",
               "__arrow_c_array__")
@@ -29,6 +29,24 @@ _capsule_name = _capsules.capsule_name
 
 def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
     """The type and the arrays of any Arrow producer (see the module docstring)."""
+    found = import_from(obj) if schema is None else None
+    if found is not None and found[0] is not None:
+        return found
+    return read_arrow_after(obj, schema, found)
+
+
+def import_from(obj: Any) -> tuple[DataType | None, Any] | None:
+    """The hot path of :func:`read_arrow`, natively (capsules/import_module.c): for an object whose
+    first protocol is ``__arrow_c_device_array__`` (PyArrow arrays and record batches), its
+    ``(dtype, [held])`` when its type was seen before, else ``(None, what the protocol returned)``;
+    None for any other object (nothing called). Pass the result on to :func:`read_arrow_after`."""
+    return _capsules.import_from(obj, KNOWN_TYPES)
+
+
+def read_arrow_after(obj: Any, schema: Any, found: tuple[Any, Any] | None) -> tuple[DataType, list[Any]]:
+    """:func:`read_arrow` for what :func:`import_from` did not finish."""
+    if found is not None:
+        return _from_exported(obj, "__arrow_c_device_array__", found[1])
     if isinstance(obj, tuple) and len(obj) == 2 and _capsule_name(obj[0]) == "arrow_schema":
         return _from_pair(obj[0], obj[1])
     name = _capsule_name(obj)
@@ -38,13 +56,7 @@ def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
     for protocol in _PROTOCOLS:
         method = getattr(obj, protocol, None)
         if method is not None:
-            exported = _call_with_request(method, requested)
-            if protocol.endswith("stream__"):
-                return read_stream(exported)
-            if not (isinstance(exported, tuple) and len(exported) == 2):
-                raise TypeError(f"{type(obj).__name__}.{protocol}() returned {type(exported).__name__}, "
-                                "expected a (schema, array) pair of capsules")
-            return _from_pair(*exported)
+            return _from_exported(obj, protocol, _call_with_request(method, requested))
     if isinstance(obj, (list, range)) or type(obj).__module__ == "numpy":
         import pyarrow as pa
 
@@ -61,6 +73,16 @@ def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
         "expected an Arrow object (one with __arrow_c_device_stream__, __arrow_c_device_array__, "
         "__arrow_c_stream__ or __arrow_c_array__), a capsule, a list, a NumPy array, or a GPU array "
         f"(__cuda_array_interface__ / __dlpack__), got {type(obj).__name__}")
+
+
+def _from_exported(obj: Any, protocol: str, exported: Any) -> tuple[DataType, list[Any]]:
+    """What ``obj.<protocol>()`` returned, read: a stream, or a (schema, array) capsule pair."""
+    if protocol.endswith("stream__"):
+        return read_stream(exported)
+    if not (isinstance(exported, tuple) and len(exported) == 2):
+        raise TypeError(f"{type(obj).__name__}.{protocol}() returned {type(exported).__name__}, "
+                        "expected a (schema, array) pair of capsules")
+    return _from_pair(*exported)
 
 
 def _call_with_request(method: Any, requested: Any) -> Any:
@@ -87,12 +109,10 @@ def _from_capsule(capsule: Any, name: str, schema: Any) -> tuple[DataType, list[
 
 
 def _from_pair(schema_capsule: Any, array_capsule: Any) -> tuple[DataType, list[Any]]:
-    dtype = DataType.from_arrow(schema_capsule)  # parses the format: a malformed one raises before the move
-    if _capsule_name(array_capsule) == "arrow_device_array":
-        held = _capsules.import_device_array(array_capsule)
-    else:
-        held = _capsules.import_array(array_capsule)
-    check_tree(dtype, held)
+    found = _capsules.import_pair(schema_capsule, array_capsule, KNOWN_TYPES)  # checked, then moved
+    if found is None:  # a schema not seen before: parse it, so a malformed format raises before the move
+        found = _capsules.import_pair(schema_capsule, array_capsule, None, type_of_schema(schema_capsule))
+    dtype, held = found
     return dtype, [held]
 
 
@@ -100,7 +120,7 @@ def read_stream(capsule: Any) -> tuple[DataType, list[Any]]:
     """Drains a stream capsule: the schema, then every array, each checked."""
     stream = _capsules.import_stream(capsule)
     try:
-        dtype = DataType.from_arrow(stream.get_schema())
+        dtype = type_of_schema(stream.get_schema())
         arrays = []
         while (held := stream.get_next()) is not None:
             check_tree(dtype, held)
@@ -113,4 +133,4 @@ def read_stream(capsule: Any) -> tuple[DataType, list[Any]]:
 def check_tree(dtype: DataType, held: Any) -> None:
     """Checks every node of a held array against its type (buffer and child counts, dictionaries,
     null counts, child lengths), in the native core: capsules/check.c."""
-    held.check(dtype._c._addr())
+    held.check(dtype._address)

@@ -46,11 +46,12 @@ def cheap_target(native: DataType, requested_schema: Any) -> DataType | None:
     return None
 
 
-def array_capsules(dtype: DataType, held: Any, null_count: int, device: bool) -> tuple[Any, Any]:
-    """(schema, array) capsules for one held array with a known null count."""
-    schema = dtype.__arrow_c_schema__()
-    array = held.export_device(null_count) if device else held.export_array(null_count)
-    return schema, array
+def array_capsules(dtype: DataType, held: Any, device: bool) -> tuple[Any, Any]:
+    """(schema, array) capsules for one held array ready to export (its null counts computed)."""
+    pair = held.export_pair(dtype._address, device)
+    if pair is None:  # a bug in arrowdev, not in the data: ArrowColumn._ready_chunk comes first
+        raise RuntimeError("arrowdev exported an array before computing its null counts")
+    return pair
 
 
 def stream_capsule(dtype: DataType, arrays: list[Any], device: bool, device_code: int = 1) -> Any:

@@ -24,15 +24,16 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from . import layout
-from ._from_arrow import check_tree, read_arrow
+from . import _capsules, layout
+from ._from_arrow import check_tree, read_arrow, read_arrow_after
 from ._to_arrow import array_capsules, cheap_target, check_kwargs, stream_capsule
 from .errors import DeviceUnavailableError, InvalidArrowError
-from .types import DataType, Device
+from .types import KNOWN_TYPES, DataType, Device
 
 __all__ = ["ArrowColumn", "BufferInfo", "column"]
 
 _PREVIEW_ROWS = 10
+_CPU = 1  # ArrowDeviceType of CPU memory
 
 
 @dataclass(frozen=True)
@@ -79,21 +80,24 @@ class ArrowColumn:
 
     def __init__(self, dtype: DataType, chunks: list[Any]) -> None:
         self._type = dtype
-        self._chunks = list(chunks)
-        self._nulls: list[int | None] = [c.null_count if c.null_count >= 0 else None for c in self._chunks]
-        if len(self._chunks) > 1 and len({(c.device_type, c.device_id) for c in self._chunks}) > 1:
+        # a list is taken as it is (no column changes its chunk list, so columns may share one)
+        self._chunks = chunks = chunks if type(chunks) is list else list(chunks)
+        self._nulls: list[int | None] | None = None  # per chunk, made when first needed (_null_list)
+        if len(chunks) > 1 and len({(c.device_type, c.device_id) for c in chunks}) > 1:
             raise ValueError("expected every chunk of a column on one device, got chunks on several")
+
+    def _null_list(self) -> list[int | None]:
+        """Each chunk's null count where known (None: to be counted), as the chunks say at first."""
+        if self._nulls is None:
+            self._nulls = [n if (n := c.null_count) >= 0 else None for c in self._chunks]
+        return self._nulls
 
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowColumn:
         """A column from any Arrow producer (see :mod:`arrowdev._from_arrow` for the order in
         which the protocols are tried), zero-copy. ``schema`` is passed on as the requested schema,
         or gives the type of a bare array capsule."""
-        if isinstance(obj, ArrowColumn) and schema is None:
-            return obj
-        dtype, arrays = read_arrow(obj, schema)
-        col = cls(dtype, arrays)
-        return col if schema is None else col._as_requested(schema)
+        return column(obj, schema)
 
     # ---- introspection ------------------------------------------------------------------------
 
@@ -116,7 +120,7 @@ class ArrowColumn:
     @property
     def chunks(self) -> list[ArrowColumn]:
         """Each chunk as a column of its own (zero-copy)."""
-        return [self._derive([c], [n]) for c, n in zip(self._chunks, self._nulls)]
+        return [self._derive([c], [n]) for c, n in zip(self._chunks, self._null_list())]
 
     @property
     def device(self) -> Device:
@@ -130,7 +134,7 @@ class ArrowColumn:
         return sum(self._chunk_null_count(i) for i in range(len(self._chunks)))
 
     def _chunk_null_count(self, i: int) -> int:
-        n = self._nulls[i]
+        n = self._null_list()[i]
         if n is None:
             c = self._chunks[i]
             validity = c.buffers[0] if c.n_buffers else 0
@@ -193,7 +197,7 @@ class ArrowColumn:
     def rename(self, name: str) -> ArrowColumn:
         """The same column (zero-copy) under another field name."""
         out = ArrowColumn(self._type.with_name(name), self._chunks)
-        out._nulls = list(self._nulls)
+        out._nulls = list(self._null_list())
         return out
 
     def _child_column(self, dtype: DataType, chunks: list[Any]) -> ArrowColumn:
@@ -213,16 +217,16 @@ class ArrowColumn:
         total = len(self)
         start = min(offset, total)
         stop = total if length is None else min(start + length, total)
-        chunks, nulls = [], []
+        chunks, nulls, known_nulls = [], [], self._null_list()
         for i, (chunk, first) in enumerate(zip(self._chunks, self._chunk_starts())):
             lo, hi = max(start, first), min(stop, first + chunk.length)
             if lo >= hi:
                 continue
             if hi - lo == chunk.length:
                 chunks.append(chunk)
-                nulls.append(self._nulls[i])
+                nulls.append(known_nulls[i])
             else:
-                known = 0 if self._nulls[i] == 0 else -1
+                known = 0 if known_nulls[i] == 0 else -1
                 chunks.append(chunk.slice(chunk.offset + lo - first, hi - lo, known))
                 nulls.append(0 if known == 0 else None)
         return self._derive(chunks, nulls)
@@ -387,18 +391,21 @@ class ArrowColumn:
     def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
         """(schema, device array) capsules; never copies unless the column has several chunks
         (then they are concatenated, on the CPU only for now) or a cheap cast is requested."""
+        chunks = self._chunks
+        if requested_schema is None and not kwargs and len(chunks) == 1:  # the hot path, in few steps
+            pair = chunks[0].export_pair(self._type._address, True)  # None: null counts to compute first
+            if pair is not None:
+                return pair
         check_kwargs(kwargs)
         col = self._as_requested(requested_schema)
-        held, nulls = col._one_array()
-        return array_capsules(col._type, held, nulls, device=True)
+        return array_capsules(col._type, col._one_array(), device=True)
 
     def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
         """(schema, array) capsules; device data is copied to host first (O6), several chunks
         are concatenated (the one copy of a CPU column)."""
         check_kwargs(kwargs)
         col = self._on_cpu()._as_requested(requested_schema)
-        held, nulls = col._one_array()
-        return array_capsules(col._type, held, nulls, device=False)
+        return array_capsules(col._type, col._one_array(), device=False)
 
     def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
         """A stream capsule of the chunks, zero-copy (device data is copied to host first, O6)."""
@@ -413,24 +420,47 @@ class ArrowColumn:
         return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
 
     def _exportable_chunks(self) -> list[Any]:
-        """The chunks, each carrying a computed null count (O5: -1 is computed, not passed on)."""
-        out = []
-        for i, chunk in enumerate(self._chunks):
-            n = self._chunk_null_count(i)
-            out.append(chunk if chunk.null_count == n else chunk.slice(chunk.offset, chunk.length, n))
-        return out
+        """The chunks, each ready to export with computed null counts (O5: -1 is computed, not
+        passed on)."""
+        return [self._ready_chunk(i) for i in range(len(self._chunks))]
 
-    def _one_array(self) -> tuple[Any, int]:
+    def _ready_chunk(self, i: int) -> Any:
+        """Chunk ``i``, its exports carrying computed null counts: for the top node always, below
+        it where that needs no device read (``_fill_null_counts``). Counted once per chunk."""
+        chunk = self._chunks[i]
+        if chunk.needs_null_counts:
+            self._fill_null_counts(i)
+        return chunk
+
+    def _fill_null_counts(self, i: int) -> None:
+        """Gives chunk ``i``'s container a null count for every node whose producer said -1
+        (capsules/container.c C6): the top's as :attr:`null_count` computes it; a node below it
+        from its type and validity bitmap, where the bitmap is CPU-readable or not needed (device
+        bitmaps are not read for this: those nodes keep -1, as the C Data interface allows)."""
+        chunk = self._chunks[i]
+        read = self._read if self.device.is_cpu_readable else None
+        *_, children, dictionary = chunk.tree()
+        counts = [self._chunk_null_count(i)]
+        for child_type, child in zip(self._type.children, children):
+            counts.extend(_node_null_counts(child_type, child, read))
+        if dictionary is not None:
+            counts.extend(_node_null_counts(self._type.value_type, dictionary, read))
+        chunk.set_null_counts(counts)
+
+    def _one_array(self) -> Any:
+        """The column as one chunk, ready to export (several are concatenated: a copy)."""
         if len(self._chunks) == 1:
-            return self._chunks[0], self._chunk_null_count(0)
+            return self._ready_chunk(0)
         from .interop.pyarrow import concatenate
 
         merged = concatenate(self._on_cpu())
         if not self.device.is_cpu_readable:  # concatenated on the host, then back to the device
             merged = merged.to_device(self.device.id)
-        return merged._chunks[0], merged._chunk_null_count(0)
+        return merged._ready_chunk(0)
 
     def _as_requested(self, requested_schema: Any) -> ArrowColumn:
+        if requested_schema is None:
+            return self
         target = cheap_target(self._type, requested_schema)
         if target is None or not self.device.is_cpu_readable:
             return self
@@ -440,9 +470,28 @@ class ArrowColumn:
 
     def _on_cpu(self) -> ArrowColumn:
         """This column where the CPU can read it, its data ready: a host copy of device data (O6)."""
+        if all(c.device_type == _CPU and not c.sync_event for c in self._chunks):
+            return self  # nothing to copy, nothing to wait for
         host = self.to_host()
         host._wait_for_producers()
         return host
+
+
+def _node_null_counts(dtype: DataType, tree: tuple, read: layout.Reader | None) -> Iterator[int]:
+    """The null count of a node and of every node below it, in tree order (the node, its
+    children's subtrees, its dictionary's): the producer's where it gave one, else computed from
+    the type and validity bitmap; -1 where that needs a read and ``read`` is None."""
+    length, offset, null_count, buffers, children, dictionary = tree
+    if null_count < 0:
+        validity = buffers[0] if buffers else 0
+        null_count = layout.null_count_unread(dtype, length, validity)
+        if null_count is None:
+            null_count = -1 if read is None else layout.null_count(dtype, offset, length, validity, read)
+    yield null_count
+    for child_type, child in zip(dtype.children, children):
+        yield from _node_null_counts(child_type, child, read)
+    if dictionary is not None:
+        yield from _node_null_counts(dtype.value_type, dictionary, read)
 
 
 def _node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: layout.Reader,
@@ -464,4 +513,12 @@ def column(obj: Any, schema: Any = None) -> ArrowColumn:
     >>> ad.column(pa.array([1, None, 3])).to_pylist()
     [1, None, 3]
     """
-    return ArrowColumn.from_arrow(obj, schema)
+    if schema is None:  # kept to few steps: an import is often per call (benchmarks/bench_exchange.py)
+        found = _capsules.import_from(obj, KNOWN_TYPES)  # as _from_arrow.import_from, one call less
+        if found is not None and found[0] is not None:
+            return ArrowColumn(*found)
+        if isinstance(obj, ArrowColumn):
+            return obj
+        return ArrowColumn(*read_arrow_after(obj, None, found))
+    dtype, arrays = read_arrow(obj, schema)
+    return ArrowColumn(dtype, arrays)._as_requested(schema)

@@ -25,7 +25,7 @@ from .errors import ArrowDevError
 
 __all__ = ["LeakError", "leak_check", "ownership_stats"]
 
-_LIVE = ("live_containers", "live_exported_nodes", "live_exported_streams", "live_built_nodes")
+_LIVE = ("live_containers", "live_exported_nodes", "live_exported_streams", "live_built_nodes", "live_node_blocks")
 
 
 class LeakError(ArrowDevError, AssertionError):
@@ -42,6 +42,10 @@ def ownership_stats() -> dict[str, int]:
     - ``live_exported_streams``: exported streams not yet released.
     - ``live_built_nodes``: arrays arrowdev assembled itself (record batches of a table, copies,
       UDF outputs, zero-copy views of GPU arrays) that are not yet released.
+    - ``live_node_blocks``: allocations holding exported and built nodes (one per export, freed
+      with its last node) not yet freed.
+    - ``live_schema_copies``: schema copies arrowdev made (exported ones, and those its parsed
+      types keep) not yet released.
     """
     return _capsules.ownership_stats()
 

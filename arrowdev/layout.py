@@ -98,12 +98,20 @@ def count_set_bits(bitmap: bytes, bit_offset: int, length: int) -> int:
     return head.bit_count() + middle + tail.bit_count()
 
 
-def null_count(dtype: DataType, offset: int, length: int, validity: int, read: Reader) -> int:
-    """The null count of one node, computed from its validity bitmap where it has one."""
+def null_count_unread(dtype: DataType, length: int, validity: int) -> int | None:
+    """The null count of one node when its type or a missing bitmap decides it, else None."""
     storage = dtype.storage_id
     if storage == "na":
         return length
     if storage in _NO_VALIDITY or not validity or length == 0:
         return 0
+    return None
+
+
+def null_count(dtype: DataType, offset: int, length: int, validity: int, read: Reader) -> int:
+    """The null count of one node, computed from its validity bitmap where it has one."""
+    known = null_count_unread(dtype, length, validity)
+    if known is not None:
+        return known
     first, last = offset // 8, (offset + length + 7) // 8
     return length - count_set_bits(read(validity + first, last - first), offset - 8 * first, length)

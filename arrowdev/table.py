@@ -15,7 +15,8 @@ are the columns' chunks, sliced where chunk boundaries differ between columns.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import nanoarrow as na
 
@@ -70,14 +71,23 @@ class ArrowTable:
 
     @classmethod
     def _from_batches(cls, dtype: DataType, batches: list[Any]) -> ArrowTable:
-        probe = ArrowColumn(dtype, batches)
-        for i, batch in enumerate(batches):
-            if probe._chunk_null_count(i):
-                raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
-                                        "its null rows have no meaning per column")
-        num_rows = sum(b.length for b in batches)
-        table = cls(None, num_rows, dtype._c.metadata, batches=probe._exportable_chunks(), schema=dtype)
-        if any(b.offset for b in batches):  # not record batches as they are: rebuilt from the columns
+        # a column of the batches checks that they share one device; one batch needs it only when
+        # a null count is to be computed
+        probe = ArrowColumn(dtype, batches) if len(batches) > 1 else None
+        num_rows, offsets = 0, False
+        for i, batch in enumerate(batches):  # one plain loop: this runs on every import of a table
+            if batch.null_count != 0 or batch.needs_null_counts:
+                probe = probe or ArrowColumn(dtype, batches)
+                if probe._chunk_null_count(i):
+                    raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
+                                            "its null rows have no meaning per column")
+                probe._ready_chunk(i)  # exports carry computed null counts (O5)
+            num_rows += batch.length
+            offsets = offsets or batch.offset > 0
+        table = object.__new__(cls)  # what __init__ checks holds for one struct type's batches
+        table._column_list, table._num_rows, table._metadata = None, num_rows, dtype._metadata
+        table._batches, table._schema = batches, dtype
+        if offsets:  # not record batches as they are: rebuilt from the columns
             table._column_list, table._batches = table._columns, None
         return table
 
@@ -277,6 +287,11 @@ class ArrowTable:
 
     def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
         """One record batch (struct array); several batches are concatenated (a copy)."""
+        batches = self._batches
+        if requested_schema is None and not kwargs and batches is not None and len(batches) == 1:
+            pair = batches[0].export_pair(self.schema._address, True)  # the hot path, in few steps
+            if pair is not None:
+                return pair
         return self._as_struct_column().__arrow_c_device_array__(requested_schema, **kwargs)
 
     def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import nanoarrow as na
 from nanoarrow.c_schema import c_schema_view
 
+from . import _capsules
 from .errors import InvalidArrowError
 
 __all__ = ["DataType", "Device"]
@@ -72,10 +73,11 @@ class DataType:
     and dictionaries; not the top-level name, nullability or metadata.
     """
 
-    __slots__ = ("_c", "__dict__")
+    __slots__ = ("_c", "_address", "__dict__")
 
     def __init__(self, c_schema: Any) -> None:
         self._c = c_schema
+        self._address: int = c_schema._addr()  # of the ArrowSchema (valid while this type lives)
 
     @classmethod
     def from_arrow(cls, obj: Any) -> DataType:
@@ -93,7 +95,12 @@ class DataType:
         return dtype
 
     def __arrow_c_schema__(self) -> Any:
-        return self._c.__arrow_c_schema__()
+        return _capsules.export_schema(self._address)
+
+    @cached_property
+    def _metadata(self) -> Any:
+        """The schema's metadata as nanoarrow reads it (None when there is none)."""
+        return self._c.metadata
 
     @cached_property
     def _view(self) -> Any:
@@ -176,6 +183,33 @@ class DataType:
 
     def __repr__(self) -> str:
         return f"DataType({self})"
+
+
+# Parsed types by schema content (the native core's schema_key), so that importing the same type
+# again costs no parse. Bounded: when full, it starts over.
+KNOWN_TYPES: dict[bytes, DataType] = {}
+_KNOWN_TYPES_MAX = 1024
+
+
+def type_of_schema(capsule: Any) -> DataType:
+    """The DataType of an ``arrow_schema`` capsule, parsed (and so validated, O7) by nanoarrow once
+    per distinct schema: capsules whose trees have the same content share one DataType, which
+    wraps arrowdev's own copy of the schema, so no producer's capsule is kept. Raises like
+    :meth:`DataType.from_arrow` for anything else."""
+    try:
+        key = _capsules.schema_key(capsule)
+    except (TypeError, ValueError):
+        key = None  # not an arrow_schema capsule: from_arrow says what it is
+    known = KNOWN_TYPES.get(key) if key is not None else None
+    if known is not None:
+        return known
+    dtype = DataType.from_arrow(capsule)  # parses the format: a malformed one raises here
+    if key is not None:
+        dtype = DataType.from_arrow(_capsules.copy_schema(capsule))
+        if len(KNOWN_TYPES) >= _KNOWN_TYPES_MAX:
+            KNOWN_TYPES.clear()
+        KNOWN_TYPES[key] = dtype
+    return dtype
 
 
 def _same_type(a: Any, b: Any) -> bool:

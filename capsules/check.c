@@ -49,8 +49,8 @@ static int64_t child_rows_needed(const struct ArrowArray* a, const char* f) {
   return -1;
 }
 
-static int check_node(const struct ArrowArray* a, const struct ArrowSchema* s, char* path, size_t path_len,
-                      char* err, size_t err_len) {
+static int check_node(const struct ArrowArray* a, const struct ArrowSchema* s, NodePath* path, char* err,
+                      size_t err_len) {
 #define FAIL(...) return path_error(err, err_len, path, __VA_ARGS__)
   if (s == NULL || s->format == NULL) FAIL("the schema has no node here");
   Layout layout;
@@ -72,25 +72,29 @@ static int check_node(const struct ArrowArray* a, const struct ArrowSchema* s, c
   }
   if (a->null_count > a->length) FAIL("null_count %lld exceeds length %lld", (long long)a->null_count, (long long)a->length);
   int64_t need = child_rows_needed(a, f);
-  size_t used = strlen(path);
-  for (int64_t i = 0; i < a->n_children; i++) {
-    snprintf(path + used, path_len - used, ".children[%lld]", (long long)i);
+  int rc = 0;
+  path->depth++;
+  for (int64_t i = 0; i < a->n_children && rc == 0; i++) {
+    path->steps[path->depth - 1] = i;
     if (need >= 0 && a->children[i]->length < need) {
-      FAIL("a child of a '%s' array needs length >= %lld, got %lld", f, (long long)need, (long long)a->children[i]->length);
+      rc = path_error(err, err_len, path, "a child of a '%s' array needs length >= %lld, got %lld", f,
+                      (long long)need, (long long)a->children[i]->length);
+    } else {
+      rc = check_node(a->children[i], s->children[i], path, err, err_len);
     }
-    if (check_node(a->children[i], s->children[i], path, path_len, err, err_len)) return -1;
   }
-  if (a->dictionary != NULL) {
-    snprintf(path + used, path_len - used, ".dictionary");
-    if (check_node(a->dictionary, s->dictionary, path, path_len, err, err_len)) return -1;
+  if (rc == 0 && a->dictionary != NULL) {
+    path->steps[path->depth - 1] = -1;
+    rc = check_node(a->dictionary, s->dictionary, path, err, err_len);
   }
-  path[used] = '\0';
-  return 0;
+  path->depth--;
+  return rc;
 #undef FAIL
 }
 
 int check_against_schema(const struct ArrowArray* array, const struct ArrowSchema* schema, char* err,
                          size_t err_len) {
-  char path[1024] = "array";
-  return check_node(array, schema, path, sizeof path, err, err_len);
+  NodePath path;
+  path.depth = 0;
+  return check_node(array, schema, &path, err, err_len);
 }

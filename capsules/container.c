@@ -15,8 +15,12 @@
  *    interpreter finalisation, leaks the reference instead of crashing.
  * C4 Spec hygiene (O5). Every struct we fill is zeroed first, so reserved bytes are zero; every
  *    release sets release to NULL.
- * C5 A parent's release releases the children it still owns (release != NULL), then frees the
- *    child structs it allocated, whether or not a consumer moved them out.
+ * C5 A parent's release releases the children it still owns (release != NULL), whether or not a
+ *    consumer moved others out. The nodes of one export share one allocation (NodeBlock), freed
+ *    by whichever node is released last.
+ * C6 Null counts (O5). An exported node whose producer's null_count is -1 carries the count that
+ *    arrowdev computed for it, when the container has one (null_counts, given once by Python,
+ *    which counts validity bits); the top node carries whatever count the caller passes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,25 +32,34 @@
 
 OwnershipStats g_stats;
 
+/* The nodes of one export (or one arrowdev-made node) share one allocation, a NodeBlock: its
+ * header, then per node a NodePrivate followed by the node's child structs, dictionary struct,
+ * child pointers and buffer pointers. The block counts its unreleased nodes; whichever node is
+ * released last, in whatever order (C2, C5), frees it. */
+typedef struct NodeBlock {
+  atomic_llong live_nodes;
+  int64_t padding; /* keeps what follows 16-byte aligned, as malloc's own blocks are */
+} NodeBlock;
+
 /* The private data of every node arrowdev hands out: exported nodes (container != NULL) and
  * arrowdev-made producer nodes (keepalive, children exported from other containers). */
 typedef struct NodePrivate {
+  NodeBlock* block;
   Container* container;
   void* keepalive;
   const void** buffers;
   int64_t n_children;
   struct ArrowArray** children;
-  struct ArrowArray* child_structs;
   struct ArrowArray* dictionary;
+  int64_t padding; /* sizeof a multiple of 16 */
 } NodePrivate;
 
 static const int kMaxDepth = 256; /* deeper trees are refused: they are cycles or attacks */
 
-static int check_node(const struct ArrowArray* a, char* path, size_t path_len, int depth,
-                      char* err, size_t err_len) {
+static int check_node(const struct ArrowArray* a, NodePath* path, char* err, size_t err_len) {
 #define FAIL(...) return path_error(err, err_len, path, __VA_ARGS__)
   if (a == NULL) FAIL("node pointer is NULL");
-  if (depth > kMaxDepth) FAIL("nested deeper than %d levels", kMaxDepth);
+  if (path->depth > kMaxDepth) FAIL("nested deeper than %d levels", kMaxDepth);
   if (a->release == NULL) FAIL("struct is released (release is NULL)");
   if (a->length < 0) FAIL("negative length %lld", (long long)a->length);
   if (a->offset < 0) FAIL("negative offset %lld", (long long)a->offset);
@@ -55,23 +68,25 @@ static int check_node(const struct ArrowArray* a, char* path, size_t path_len, i
   if (a->n_children < 0) FAIL("negative n_children %lld", (long long)a->n_children);
   if (a->n_buffers > 0 && a->buffers == NULL) FAIL("n_buffers is %lld but buffers is NULL", (long long)a->n_buffers);
   if (a->n_children > 0 && a->children == NULL) FAIL("n_children is %lld but children is NULL", (long long)a->n_children);
-  size_t used = strlen(path);
-  for (int64_t i = 0; i < a->n_children; i++) {
-    snprintf(path + used, path_len - used, ".children[%lld]", (long long)i);
-    if (check_node(a->children[i], path, path_len, depth + 1, err, err_len)) return -1;
+  int rc = 0;
+  path->depth++;
+  for (int64_t i = 0; i < a->n_children && rc == 0; i++) {
+    path->steps[path->depth - 1] = i;
+    rc = check_node(a->children[i], path, err, err_len);
   }
-  if (a->dictionary != NULL) {
-    snprintf(path + used, path_len - used, ".dictionary");
-    if (check_node(a->dictionary, path, path_len, depth + 1, err, err_len)) return -1;
+  if (rc == 0 && a->dictionary != NULL) {
+    path->steps[path->depth - 1] = -1;
+    rc = check_node(a->dictionary, path, err, err_len);
   }
-  path[used] = '\0';
-  return 0;
+  path->depth--;
+  return rc;
 #undef FAIL
 }
 
 int arrow_array_check(const struct ArrowArray* array, char* err, size_t err_len) {
-  char path[1024] = "array";
-  return check_node(array, path, sizeof path, 0, err, err_len);
+  NodePath path;
+  path.depth = 0;
+  return check_node(array, &path, err, err_len);
 }
 
 Container* container_move_from(struct ArrowDeviceArray* src, void* keepalive) {
@@ -94,7 +109,40 @@ void container_decref(Container* c) {
     atomic_fetch_add(&g_stats.producer_releases, 1);
   }
   if (c->keepalive != NULL) drop_python_ref(c->keepalive);
+  free(c->null_counts);
   free(c);
+}
+
+int64_t tree_size(const struct ArrowArray* a) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < a->n_children; i++) n += tree_size(a->children[i]);
+  return a->dictionary != NULL ? n + tree_size(a->dictionary) : n;
+}
+
+static int has_unknown_null_count(const struct ArrowArray* a) {
+  if (a->null_count < 0) return 1;
+  for (int64_t i = 0; i < a->n_children; i++) {
+    if (has_unknown_null_count(a->children[i])) return 1;
+  }
+  return a->dictionary != NULL && has_unknown_null_count(a->dictionary);
+}
+
+int container_needs_null_counts(const Container* c) {
+  return c->null_counts == NULL && has_unknown_null_count(&c->array.array);
+}
+
+int container_set_null_counts(Container* c, int64_t* counts) {
+  if (c->null_counts != NULL) {
+    free(counts);
+    return -1;
+  }
+  c->null_counts = counts;
+  return 0;
+}
+
+int64_t container_top_null_count(const Container* c) {
+  int64_t n = c->array.array.null_count;
+  return n < 0 && c->null_counts != NULL ? c->null_counts[0] : n;
 }
 
 static void release_node(struct ArrowArray* array) {
@@ -104,10 +152,6 @@ static void release_node(struct ArrowArray* array) {
     if (child->release != NULL) child->release(child);
   }
   if (p->dictionary != NULL && p->dictionary->release != NULL) p->dictionary->release(p->dictionary);
-  free(p->dictionary);
-  free(p->child_structs);
-  free(p->children);
-  free(p->buffers);
   if (p->container != NULL) {
     container_decref(p->container);
     atomic_fetch_sub(&g_stats.exported_nodes, 1);
@@ -115,72 +159,107 @@ static void release_node(struct ArrowArray* array) {
     atomic_fetch_sub(&g_stats.built_nodes, 1);
   }
   if (p->keepalive != NULL) drop_python_ref(p->keepalive);
-  free(p);
-  array->release = NULL;
+  NodeBlock* block = p->block;
+  array->release = NULL; /* before the block may go: array itself may live in it */
   array->private_data = NULL;
+  if (atomic_fetch_sub_explicit(&block->live_nodes, 1, memory_order_acq_rel) == 1) {
+    free(block);
+    atomic_fetch_sub(&g_stats.node_blocks, 1);
+  }
 }
 
-/* Fills *dst with a node that owns copies of the pointer arrays and release_node as release;
- * its children and dictionary are zeroed structs for the caller to fill. On failure *dst is
- * released (what was made is freed) and ENOMEM returned. */
-static int start_node(int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
-                      const void** buffers, int64_t n_children, int has_dictionary,
-                      struct ArrowArray* dst, NodePrivate** out) {
+static const int64_t kMaxCount = (int64_t)1 << 24; /* children or buffers per node: keeps sizes exact */
+
+/* Bytes one node takes in a block, or 0 when its counts are beyond reason. */
+static size_t node_bytes(int64_t n_buffers, int64_t n_children, int has_dictionary) {
+  if (n_buffers > kMaxCount || n_children > kMaxCount) return 0;
+  size_t bytes = sizeof(NodePrivate) + ((size_t)n_children + (has_dictionary != 0)) * sizeof(struct ArrowArray) +
+                 ((size_t)n_children + (size_t)n_buffers) * sizeof(void*);
+  return (bytes + 15) & ~(size_t)15;
+}
+
+/* Bytes the nodes of src's subtree take in a block (0 when one cannot be held), and their count. */
+static size_t tree_bytes(const struct ArrowArray* src, int64_t* nodes) {
+  size_t total = node_bytes(src->n_buffers, src->n_children, src->dictionary != NULL);
+  *nodes += 1;
+  for (int64_t i = 0; i < src->n_children && total > 0; i++) {
+    size_t child = tree_bytes(src->children[i], nodes);
+    total = child == 0 || total > SIZE_MAX / 2 ? 0 : total + child;
+  }
+  if (src->dictionary != NULL && total > 0) {
+    size_t dictionary = tree_bytes(src->dictionary, nodes);
+    total = dictionary == 0 || total > SIZE_MAX / 2 ? 0 : total + dictionary;
+  }
+  return total;
+}
+
+/* A zeroed block for `nodes` nodes taking `bytes`; *cursor is where the first node goes. */
+static NodeBlock* new_block(size_t bytes, int64_t nodes, char** cursor) {
+  if (bytes == 0) return NULL;
+  NodeBlock* block = calloc(1, sizeof(NodeBlock) + bytes);
+  if (block == NULL) return NULL;
+  atomic_init(&block->live_nodes, nodes);
+  atomic_fetch_add(&g_stats.node_blocks, 1);
+  *cursor = (char*)(block + 1);
+  return block;
+}
+
+/* Fills *dst with a node whose NodePrivate and pointer arrays are carved from the block at
+ * *cursor (advanced past them), with release_node as release; its children and dictionary are
+ * zeroed structs for the caller to fill. */
+static NodePrivate* start_node(int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
+                               const void** buffers, int64_t n_children, int has_dictionary,
+                               NodeBlock* block, char** cursor, struct ArrowArray* dst) {
+  NodePrivate* p = (NodePrivate*)*cursor;
+  *cursor += node_bytes(n_buffers, n_children, has_dictionary);
+  struct ArrowArray* child_structs = (struct ArrowArray*)(p + 1);
+  p->block = block;
+  p->children = (struct ArrowArray**)(child_structs + n_children + (has_dictionary != 0));
+  p->buffers = (const void**)(p->children + n_children);
+  if (n_buffers > 0) memcpy((void*)p->buffers, buffers, (size_t)n_buffers * sizeof(void*));
+  for (int64_t i = 0; i < n_children; i++) p->children[i] = &child_structs[i];
+  p->n_children = n_children;
+  p->dictionary = has_dictionary ? &child_structs[n_children] : NULL;
   memset(dst, 0, sizeof *dst);
-  NodePrivate* p = calloc(1, sizeof *p);
-  if (p == NULL) return ENOMEM;
   dst->length = length;
   dst->null_count = null_count;
   dst->offset = offset;
   dst->n_buffers = n_buffers;
   dst->n_children = n_children;
+  dst->buffers = n_buffers > 0 ? p->buffers : NULL;
+  dst->children = n_children > 0 ? p->children : NULL;
+  dst->dictionary = p->dictionary;
   dst->release = release_node;
   dst->private_data = p;
-  int failed = 0;
-  if (n_buffers > 0) {
-    p->buffers = malloc((size_t)n_buffers * sizeof(void*));
-    if (p->buffers != NULL) memcpy((void*)p->buffers, buffers, (size_t)n_buffers * sizeof(void*));
-    failed |= p->buffers == NULL;
-  }
-  if (n_children > 0 && !failed) {
-    p->children = calloc((size_t)n_children, sizeof(struct ArrowArray*));
-    p->child_structs = calloc((size_t)n_children, sizeof(struct ArrowArray));
-    failed |= p->children == NULL || p->child_structs == NULL;
-    if (!failed) {
-      for (int64_t i = 0; i < n_children; i++) p->children[i] = &p->child_structs[i];
-      p->n_children = n_children;
-    }
-  }
-  if (has_dictionary && !failed) {
-    p->dictionary = calloc(1, sizeof(struct ArrowArray));
-    failed |= p->dictionary == NULL;
-  }
-  dst->buffers = p->buffers;
-  dst->children = p->children;
-  dst->dictionary = p->dictionary;
-  *out = p;
-  if (failed) {
-    atomic_fetch_add(&g_stats.built_nodes, 1); /* release_node counts it back down */
-    release_node(dst);
-    return ENOMEM;
-  }
-  return 0;
+  return p;
 }
 
-static int export_node(Container* c, const struct ArrowArray* src, struct ArrowArray* dst) {
-  NodePrivate* p;
-  int rc = start_node(src->length, src->null_count, src->offset, src->n_buffers, src->buffers,
-                      src->n_children, src->dictionary != NULL, dst, &p);
-  if (rc) return rc;
+/* Exports node src of container c (node number *index in tree order, advanced past src's
+ * subtree) into dst, its nodes carved from the block at *cursor. A null_count of -1 becomes the
+ * container's computed count when it has one (C6). */
+static void export_node(Container* c, const struct ArrowArray* src, NodeBlock* block, char** cursor,
+                        struct ArrowArray* dst, int64_t* index) {
+  int64_t null_count = src->null_count;
+  if (null_count < 0 && c->null_counts != NULL) null_count = c->null_counts[*index];
+  *index += 1;
+  NodePrivate* p = start_node(src->length, null_count, src->offset, src->n_buffers, src->buffers,
+                              src->n_children, src->dictionary != NULL, block, cursor, dst);
   container_incref(c);
   p->container = c;
   atomic_fetch_add(&g_stats.exported_nodes, 1);
-  for (int64_t i = 0; i < src->n_children && rc == 0; i++) {
-    rc = export_node(c, src->children[i], p->children[i]);
-  }
-  if (rc == 0 && src->dictionary != NULL) rc = export_node(c, src->dictionary, p->dictionary);
-  if (rc) release_node(dst);
-  return rc;
+  for (int64_t i = 0; i < src->n_children; i++) export_node(c, src->children[i], block, cursor, p->children[i], index);
+  if (src->dictionary != NULL) export_node(c, src->dictionary, block, cursor, p->dictionary, index);
+}
+
+/* Exports src's subtree (node number index of c) into dst, in one new block. 0 or ENOMEM. */
+static int export_tree(Container* c, const struct ArrowArray* src, int64_t index, struct ArrowArray* dst) {
+  int64_t nodes = 0;
+  size_t bytes = tree_bytes(src, &nodes); /* first: it counts the nodes */
+  char* cursor;
+  NodeBlock* block = new_block(bytes, nodes, &cursor);
+  if (block == NULL) return ENOMEM;
+  export_node(c, src, block, &cursor, dst, &index);
+  return 0;
 }
 
 static void set_device_fields(const Container* c, struct ArrowDeviceArray* dst) {
@@ -193,7 +272,7 @@ static void set_device_fields(const Container* c, struct ArrowDeviceArray* dst) 
 int container_export(Container* c, int64_t offset, int64_t length, int64_t null_count,
                      struct ArrowDeviceArray* dst) {
   memset(dst, 0, sizeof *dst);
-  int rc = export_node(c, &c->array.array, &dst->array);
+  int rc = export_tree(c, &c->array.array, 0, &dst->array);
   if (rc) return rc;
   dst->array.offset = offset;
   dst->array.length = length;
@@ -206,7 +285,10 @@ int container_export_child(Container* c, int64_t index, struct ArrowDeviceArray*
   memset(dst, 0, sizeof *dst);
   const struct ArrowArray* top = &c->array.array;
   const struct ArrowArray* src = index < 0 ? top->dictionary : top->children[index];
-  int rc = export_node(c, src, &dst->array);
+  int64_t node = 1; /* the top is node 0; its children's subtrees come next, then the dictionary's */
+  int64_t before = index < 0 ? top->n_children : index;
+  for (int64_t i = 0; i < before; i++) node += tree_size(top->children[i]);
+  int rc = export_tree(c, src, node, &dst->array);
   if (rc) return rc;
   set_device_fields(c, dst);
   return 0;
@@ -215,15 +297,17 @@ int container_export_child(Container* c, int64_t index, struct ArrowDeviceArray*
 int build_array(int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
                 const void** buffers, int64_t n_children, Container** children,
                 Container* dictionary, void* keepalive, struct ArrowArray* out) {
-  NodePrivate* p;
-  int rc = start_node(length, null_count, offset, n_buffers, buffers, n_children,
-                      dictionary != NULL, out, &p);
-  if (rc) return rc;
+  char* cursor;
+  NodeBlock* block = new_block(node_bytes(n_buffers, n_children, dictionary != NULL), 1, &cursor);
+  if (block == NULL) return ENOMEM;
+  NodePrivate* p = start_node(length, null_count, offset, n_buffers, buffers, n_children,
+                              dictionary != NULL, block, &cursor, out);
   atomic_fetch_add(&g_stats.built_nodes, 1);
+  int rc = 0;
   for (int64_t i = 0; i < n_children && rc == 0; i++) {
-    rc = export_node(children[i], &children[i]->array.array, p->children[i]);
+    rc = export_tree(children[i], &children[i]->array.array, 0, p->children[i]);
   }
-  if (rc == 0 && dictionary != NULL) rc = export_node(dictionary, &dictionary->array.array, p->dictionary);
+  if (rc == 0 && dictionary != NULL) rc = export_tree(dictionary, &dictionary->array.array, 0, p->dictionary);
   if (rc) {
     release_node(out);
     return rc;

@@ -11,6 +11,8 @@ typedef struct Container {
   atomic_llong refs;
   struct ArrowDeviceArray array; /* array.array.release is the producer's */
   void* keepalive;               /* PyObject* or NULL; dropped with the GIL held */
+  int64_t* null_counts;          /* NULL, or one count per node (tree order, see tree_size) that
+                                    exports carry where the producer's node says -1; set once */
 } Container;
 
 /* Counters behind arrowdev.debug.ownership_stats(); updated atomically. */
@@ -20,6 +22,8 @@ typedef struct OwnershipStats {
   atomic_llong exported_nodes;    /* exported ArrowArray nodes not yet released */
   atomic_llong exported_streams;  /* exported streams not yet released */
   atomic_llong built_nodes;       /* arrowdev-made producer nodes not yet released */
+  atomic_llong node_blocks;       /* allocations holding exported / built nodes, not yet freed */
+  atomic_llong schema_blocks;     /* allocations holding schema copies (schema.c), not yet freed */
 } OwnershipStats;
 
 extern OwnershipStats g_stats;
@@ -34,8 +38,24 @@ Container* container_move_from(struct ArrowDeviceArray* src, void* keepalive);
 void container_incref(Container* c);
 void container_decref(Container* c);
 
+/* Nodes in a tree, in the order null_counts is indexed: a node, then its children's subtrees in
+ * order, then its dictionary's subtree. */
+int64_t tree_size(const struct ArrowArray* array);
+
+/* 1 when a node has null_count -1 and no null_counts were given yet, else 0. */
+int container_needs_null_counts(const Container* c);
+
+/* Takes counts (malloc'd, tree_size(top) of them, each -1 or a node's computed null count) as the
+ * container's null_counts; 0, or -1 (and counts freed) when the container has them already. */
+int container_set_null_counts(Container* c, int64_t* counts);
+
+/* The null count an export of the top node carries by default: the producer's, else the computed
+ * one in null_counts, else -1. */
+int64_t container_top_null_count(const Container* c);
+
 /* Exports the container's top node as a standalone tree into *dst, overriding offset, length and
- * null_count at the top (pass the node's own values to keep them). Returns 0 or ENOMEM. */
+ * null_count at the top (pass the node's own values to keep them); the nodes below carry their
+ * null_counts where the producer's say -1. Returns 0 or ENOMEM. */
 int container_export(Container* c, int64_t offset, int64_t length, int64_t null_count,
                      struct ArrowDeviceArray* dst);
 

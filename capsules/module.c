@@ -3,8 +3,10 @@
  * CDeviceArray   one container (container.c) seen from Python: its top node's fields, slices,
  *                children and exports as PyCapsules.
  * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream (stream_module.c).
- * functions      import_device_array, import_array, import_stream, build, export_stream,
- *                copy_schema, capsule_name, ownership_stats (the stream ones in stream_module.c).
+ * functions      build, copy_schema, export_schema, capsule_name, ownership_stats; the import
+ *                ones (import_array, import_device_array, import_pair, import_from, schema_key)
+ *                are in import_module.c, the stream ones (import_stream, export_stream) in
+ *                stream_module.c.
  *
  * Capsules follow the PyCapsule interface: names arrow_schema, arrow_array, arrow_device_array,
  * arrow_array_stream, arrow_device_array_stream; the destructor calls release when the capsule
@@ -19,6 +21,7 @@
 #include "check.h"
 #include "container.h"
 #include "module.h"
+#include "schema.h"
 #include "stream.h"
 
 PyObject* InvalidArrowError; /* arrowdev.errors.InvalidArrowError */
@@ -87,7 +90,7 @@ void* capsule_struct(PyObject* capsule, const char* expected) {
 /* ---- CDeviceArray ------------------------------------------------------------------------ */
 
 
-static PyObject* wrap_container(Container* c) {
+PyObject* wrap_container(Container* c) {
   CDeviceArrayObject* self = PyObject_New(CDeviceArrayObject, &CDeviceArrayType);
   if (self == NULL) {
     container_decref(c);
@@ -95,26 +98,6 @@ static PyObject* wrap_container(Container* c) {
   }
   self->container = c;
   return (PyObject*)self;
-}
-
-/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved. */
-PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive) {
-  char err[1200];
-  if (src->array.release == NULL) {
-    PyErr_SetString(InvalidArrowError, "the array was already consumed or released (release is NULL)");
-    return NULL;
-  }
-  if (arrow_array_check(&src->array, err, sizeof err) != 0) {
-    PyErr_Format(InvalidArrowError, "malformed ArrowArray: %s", err);
-    return NULL;
-  }
-  Py_XINCREF(keepalive);
-  Container* c = container_move_from(src, keepalive);
-  if (c == NULL) {
-    Py_XDECREF(keepalive);
-    return PyErr_NoMemory();
-  }
-  return wrap_container(c);
 }
 
 static void CDeviceArray_dealloc(CDeviceArrayObject* self) {
@@ -129,7 +112,7 @@ static PyObject* CDeviceArray_get_int(CDeviceArrayObject* self, void* which) {
   switch ((intptr_t)which) {
     case 0: return PyLong_FromLongLong(a->array.length);
     case 1: return PyLong_FromLongLong(a->array.offset);
-    case 2: return PyLong_FromLongLong(a->array.null_count);
+    case 2: return PyLong_FromLongLong(container_top_null_count(self->container));
     case 3: return PyLong_FromLongLong(a->array.n_buffers);
     case 4: return PyLong_FromLongLong(a->array.n_children);
     case 5: return PyBool_FromLong(a->array.dictionary != NULL);
@@ -153,8 +136,11 @@ static PyObject* CDeviceArray_get_buffers(CDeviceArrayObject* self, void* unused
 }
 
 /* (length, offset, null_count, buffers, children, dictionary) for a node and, nested, for every
- * node below it: one call gives Python the whole shape of a tree without exporting anything. */
-static PyObject* node_tree(const struct ArrowArray* a) {
+ * node below it: one call gives Python the whole shape of a tree without exporting anything.
+ * null_count is what an export of the node carries (C6); *index is the node's number in tree order. */
+static PyObject* node_tree(const Container* c, const struct ArrowArray* a, int64_t* index) {
+  int64_t null_count = a->null_count < 0 && c->null_counts != NULL ? c->null_counts[*index] : a->null_count;
+  *index += 1;
   PyObject* buffers = PyTuple_New(a->n_buffers);
   PyObject* children = PyTuple_New(a->n_children);
   PyObject* dictionary = NULL;
@@ -165,17 +151,17 @@ static PyObject* node_tree(const struct ArrowArray* a) {
     PyTuple_SET_ITEM(buffers, i, addr);
   }
   for (int64_t i = 0; i < a->n_children; i++) {
-    PyObject* child = node_tree(a->children[i]);
+    PyObject* child = node_tree(c, a->children[i], index);
     if (child == NULL) goto fail;
     PyTuple_SET_ITEM(children, i, child);
   }
   if (a->dictionary != NULL) {
-    dictionary = node_tree(a->dictionary);
+    dictionary = node_tree(c, a->dictionary, index);
     if (dictionary == NULL) goto fail;
   } else {
     dictionary = Py_NewRef(Py_None);
   }
-  return Py_BuildValue("(LLLNNN)", (long long)a->length, (long long)a->offset, (long long)a->null_count,
+  return Py_BuildValue("(LLLNNN)", (long long)a->length, (long long)a->offset, (long long)null_count,
                        buffers, children, dictionary);
 fail:
   Py_XDECREF(buffers);
@@ -184,7 +170,10 @@ fail:
   return NULL;
 }
 
-static PyObject* CDeviceArray_tree(CDeviceArrayObject* self, PyObject* unused) { return node_tree(top(self)); }
+static PyObject* CDeviceArray_tree(CDeviceArrayObject* self, PyObject* unused) {
+  int64_t index = 0;
+  return node_tree(self->container, top(self), &index);
+}
 
 /* check(schema_address): raises InvalidArrowError when the tree does not fit the schema (an
  * ArrowSchema* that the caller keeps alive, e.g. nanoarrow's CSchema._addr()). */
@@ -240,18 +229,10 @@ static PyObject* CDeviceArray_dictionary(CDeviceArrayObject* self, PyObject* unu
   return hold_export(&exported, container_export_child(self->container, -1, &exported));
 }
 
-/* The null count an export carries: the override when one is given (>= 0), else the node's. */
-static int export_null_count(CDeviceArrayObject* self, PyObject* args, long long* out) {
-  *out = top(self)->null_count;
-  long long given = -1;
-  if (!PyArg_ParseTuple(args, "|L", &given)) return -1;
-  if (given >= 0) *out = given;
-  return 0;
-}
-
-static PyObject* CDeviceArray_export_device(CDeviceArrayObject* self, PyObject* args) {
-  long long null_count;
-  if (export_null_count(self, args, &null_count)) return NULL;
+/* A new arrow_device_array (device) or arrow_array capsule exporting the top node with this
+ * null count (-1: the node's own, or the one arrowdev computed). */
+static PyObject* export_capsule(CDeviceArrayObject* self, long long null_count, int device) {
+  if (null_count < 0) null_count = container_top_null_count(self->container);
   struct ArrowDeviceArray* out = malloc(sizeof *out);
   if (out == NULL) return PyErr_NoMemory();
   const struct ArrowArray* a = top(self);
@@ -259,7 +240,9 @@ static PyObject* CDeviceArray_export_device(CDeviceArrayObject* self, PyObject* 
     free(out);
     return PyErr_NoMemory();
   }
-  PyObject* capsule = PyCapsule_New(out, "arrow_device_array", device_array_capsule_free);
+  /* an arrow_array capsule holds the ArrowArray at the start of the device struct: same block */
+  PyObject* capsule = device ? PyCapsule_New(out, "arrow_device_array", device_array_capsule_free)
+                             : PyCapsule_New(&out->array, "arrow_array", array_capsule_free);
   if (capsule == NULL) {
     out->array.release(&out->array);
     free(out);
@@ -267,26 +250,105 @@ static PyObject* CDeviceArray_export_device(CDeviceArrayObject* self, PyObject* 
   return capsule;
 }
 
+static PyObject* export_with_args(CDeviceArrayObject* self, PyObject* args, int device) {
+  long long null_count = -1;
+  if (!PyArg_ParseTuple(args, "|L", &null_count)) return NULL;
+  return export_capsule(self, null_count, device);
+}
+
+static PyObject* CDeviceArray_export_device(CDeviceArrayObject* self, PyObject* args) {
+  return export_with_args(self, args, 1);
+}
+
 static PyObject* CDeviceArray_export_array(CDeviceArrayObject* self, PyObject* args) {
-  long long null_count;
-  if (export_null_count(self, args, &null_count)) return NULL;
-  struct ArrowDeviceArray exported;
-  const struct ArrowArray* a = top(self);
-  if (container_export(self->container, a->offset, a->length, null_count, &exported)) {
+  return export_with_args(self, args, 0);
+}
+
+/* A new arrow_schema capsule holding a deep copy of *src. */
+static PyObject* schema_capsule_copy(const struct ArrowSchema* src) {
+  struct ArrowSchema* out = malloc(sizeof *out);
+  if (out == NULL || schema_deep_copy(src, out) != 0) {
+    free(out);
     return PyErr_NoMemory();
   }
-  struct ArrowArray* out = malloc(sizeof *out);
-  if (out == NULL) {
-    exported.array.release(&exported.array);
-    return PyErr_NoMemory();
-  }
-  memcpy(out, &exported.array, sizeof *out);
-  PyObject* capsule = PyCapsule_New(out, "arrow_array", array_capsule_free);
+  PyObject* capsule = PyCapsule_New(out, "arrow_schema", schema_capsule_free);
   if (capsule == NULL) {
     out->release(out);
     free(out);
   }
   return capsule;
+}
+
+/* The same for the schema at an address (a Python int) that the caller keeps alive. */
+static PyObject* schema_capsule_at(PyObject* address) {
+  const struct ArrowSchema* src = PyLong_AsVoidPtr(address);
+  if (src == NULL) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "expected a schema address, got 0");
+  return schema_capsule_copy(src);
+}
+
+/* export_pair(schema_address, device, null_count=-1): the (schema, array) capsule pair of the
+ * array protocols in one call, the hot path of every export; None when a node's null count is -1
+ * and not computed yet (the caller computes them, set_null_counts, and asks again; C6). */
+static PyObject* CDeviceArray_export_pair(CDeviceArrayObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 2 || nargs > 3) {
+    return PyErr_Format(PyExc_TypeError, "export_pair expected 2 or 3 arguments, got %zd", nargs);
+  }
+  int device = PyObject_IsTrue(args[1]);
+  long long null_count = nargs == 3 ? PyLong_AsLongLong(args[2]) : -1;
+  if (device < 0 || (null_count == -1 && PyErr_Occurred())) return NULL;
+  if (container_needs_null_counts(self->container)) Py_RETURN_NONE;
+  PyObject* schema = schema_capsule_at(args[0]);
+  if (schema == NULL) return NULL;
+  PyObject* array = export_capsule(self, null_count, device);
+  if (array == NULL) {
+    Py_DECREF(schema);
+    return NULL;
+  }
+  PyObject* pair = PyTuple_Pack(2, schema, array);
+  Py_DECREF(schema);
+  Py_DECREF(array);
+  return pair;
+}
+
+static PyObject* CDeviceArray_needs_null_counts(CDeviceArrayObject* self, void* unused) {
+  return PyBool_FromLong(container_needs_null_counts(self->container));
+}
+
+/* The null counts in a Python sequence as a new C array of exactly `expected` of them, or NULL
+ * with an exception set. */
+static int64_t* null_counts_from(PyObject* seq, int64_t expected) {
+  PyObject* fast = PySequence_Fast(seq, "expected a sequence of null counts");
+  if (fast == NULL) return NULL;
+  int64_t* counts = NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  if (n != expected) {
+    PyErr_Format(PyExc_ValueError, "expected %lld null counts (one per node), got %zd", (long long)expected, n);
+  } else if ((counts = malloc((size_t)(n > 0 ? n : 1) * sizeof *counts)) == NULL) {
+    PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; counts != NULL && i < n; i++) {
+    counts[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+    if (counts[i] < -1 && !PyErr_Occurred()) {
+      PyErr_Format(PyExc_ValueError, "expected null counts >= -1, got %lld", (long long)counts[i]);
+    }
+    if (PyErr_Occurred()) {
+      free(counts);
+      counts = NULL;
+    }
+  }
+  Py_DECREF(fast);
+  return counts;
+}
+
+/* set_null_counts(counts): one count per node in tree order (top, children's subtrees, dictionary's),
+ * -1 where unknown; exports carry them where the producer's nodes say -1 (C6). Once per array. */
+static PyObject* CDeviceArray_set_null_counts(CDeviceArrayObject* self, PyObject* arg) {
+  int64_t* counts = null_counts_from(arg, tree_size(top(self)));
+  if (counts == NULL) return NULL;
+  if (container_set_null_counts(self->container, counts) != 0) {
+    return PyErr_Format(PyExc_ValueError, "the array's null counts were set already");
+  }
+  Py_RETURN_NONE;
 }
 
 static PyObject* CDeviceArray_repr(CDeviceArrayObject* self) {
@@ -302,7 +364,8 @@ static PyObject* CDeviceArray_repr(CDeviceArrayObject* self) {
 static PyGetSetDef CDeviceArray_getset[] = {
     {"length", (getter)CDeviceArray_get_int, NULL, "length of the top node", (void*)0},
     {"offset", (getter)CDeviceArray_get_int, NULL, "offset of the top node", (void*)1},
-    {"null_count", (getter)CDeviceArray_get_int, NULL, "null_count as the producer gave it (-1: unknown)", (void*)2},
+    {"null_count", (getter)CDeviceArray_get_int, NULL,
+     "null_count of the top node as exports carry it: the producer's, else a computed one, else -1", (void*)2},
     {"n_buffers", (getter)CDeviceArray_get_int, NULL, NULL, (void*)3},
     {"n_children", (getter)CDeviceArray_get_int, NULL, NULL, (void*)4},
     {"has_dictionary", (getter)CDeviceArray_get_int, NULL, NULL, (void*)5},
@@ -311,6 +374,8 @@ static PyGetSetDef CDeviceArray_getset[] = {
     {"sync_event", (getter)CDeviceArray_get_int, NULL, "address of the producer's event, 0 if none", (void*)8},
     {"refcount", (getter)CDeviceArray_get_int, NULL, "container references (for tests)", (void*)9},
     {"buffers", (getter)CDeviceArray_get_buffers, NULL, "buffer addresses of the top node", NULL},
+    {"needs_null_counts", (getter)CDeviceArray_needs_null_counts, NULL,
+     "True when a node has null_count -1 and set_null_counts was not called yet", NULL},
     {NULL}};
 
 static PyMethodDef CDeviceArray_methods[] = {
@@ -327,6 +392,13 @@ static PyMethodDef CDeviceArray_methods[] = {
     {"export_array", (PyCFunction)CDeviceArray_export_array, METH_VARARGS,
      "export_array(null_count=-1): a new arrow_array capsule (the caller checks that the memory "
      "is CPU-readable)"},
+    {"export_pair", (PyCFunction)(void (*)(void))CDeviceArray_export_pair, METH_FASTCALL,
+     "export_pair(schema_address, device, null_count=-1): (schema, array) capsules; the schema is a "
+     "copy of the one at the address (which the caller keeps alive), the array an arrow_device_array "
+     "(device true) or arrow_array capsule. None when null counts are to be computed first"},
+    {"set_null_counts", (PyCFunction)CDeviceArray_set_null_counts, METH_O,
+     "set_null_counts(counts): null counts for the nodes whose producer said -1, one per node in "
+     "tree order (-1 where unknown); exports carry them. Once per array"},
     {NULL}};
 
 PyTypeObject CDeviceArrayType = {
@@ -342,24 +414,7 @@ PyTypeObject CDeviceArrayType = {
 
 /* ---- module functions -------------------------------------------------------------------- */
 
-static PyObject* import_device_array(PyObject* module, PyObject* capsule) {
-  struct ArrowDeviceArray* src = capsule_struct(capsule, "arrow_device_array");
-  if (src == NULL) return NULL;
-  return hold(src, NULL);
-}
-
-static PyObject* import_array(PyObject* module, PyObject* capsule) {
-  struct ArrowArray* src = capsule_struct(capsule, "arrow_array");
-  if (src == NULL) return NULL;
-  struct ArrowDeviceArray wrapped;
-  memset(&wrapped, 0, sizeof wrapped);
-  memcpy(&wrapped.array, src, sizeof *src);
-  wrapped.device_type = ARROW_DEVICE_CPU;
-  wrapped.device_id = -1;
-  PyObject* out = hold(&wrapped, NULL);
-  if (out != NULL) src->release = NULL; /* moved */
-  return out;
-}
+static PyObject* export_schema(PyObject* module, PyObject* address) { return schema_capsule_at(address); }
 
 /* A sequence of CDeviceArray as a new array of containers (borrowed), or NULL with an error. */
 Container** containers_of(PyObject* seq, Py_ssize_t* n) {
@@ -436,17 +491,7 @@ static PyObject* copy_schema(PyObject* module, PyObject* capsule) {
   struct ArrowSchema* src = capsule_struct(capsule, "arrow_schema");
   if (src == NULL) return NULL;
   if (src->release == NULL) return PyErr_Format(PyExc_ValueError, "the schema capsule was already consumed");
-  struct ArrowSchema* out = malloc(sizeof *out);
-  if (out == NULL || schema_deep_copy(src, out) != 0) {
-    free(out);
-    return PyErr_NoMemory();
-  }
-  PyObject* result = PyCapsule_New(out, "arrow_schema", schema_capsule_free);
-  if (result == NULL) {
-    out->release(out);
-    free(out);
-  }
-  return result;
+  return schema_capsule_copy(src);
 }
 
 static PyObject* capsule_name(PyObject* module, PyObject* obj) {
@@ -458,16 +503,26 @@ static PyObject* capsule_name(PyObject* module, PyObject* obj) {
 static PyObject* ownership_stats(PyObject* module, PyObject* unused) {
   long long imports = atomic_load(&g_stats.imports);
   long long releases = atomic_load(&g_stats.producer_releases);
-  return Py_BuildValue("{sLsLsLsLsLsL}", "live_containers", imports - releases, "imports", imports,
+  return Py_BuildValue("{sLsLsLsLsLsLsLsL}", "live_containers", imports - releases, "imports", imports,
                        "producer_releases", releases, "live_exported_nodes",
                        (long long)atomic_load(&g_stats.exported_nodes), "live_exported_streams",
                        (long long)atomic_load(&g_stats.exported_streams), "live_built_nodes",
-                       (long long)atomic_load(&g_stats.built_nodes));
+                       (long long)atomic_load(&g_stats.built_nodes), "live_node_blocks",
+                       (long long)atomic_load(&g_stats.node_blocks), "live_schema_copies",
+                       (long long)atomic_load(&g_stats.schema_blocks));
 }
 
 static PyMethodDef module_methods[] = {
     {"import_device_array", import_device_array, METH_O, "hold an arrow_device_array capsule (moves it)"},
     {"import_array", import_array, METH_O, "hold an arrow_array capsule as CPU data (moves it)"},
+    {"import_pair", (PyCFunction)(void (*)(void))import_pair, METH_FASTCALL,
+     "import_pair(schema, array, known_types, dtype=None): (dtype, held array) for a capsule pair, "
+     "checked against the schema, then moved; None when no dtype is given or known for the schema"},
+    {"import_from", (PyCFunction)(void (*)(void))import_from, METH_FASTCALL,
+     "import_from(obj, known_types): read_arrow's fast path for an object whose first protocol is "
+     "__arrow_c_device_array__: (dtype, held), (None, exported pair) or None"},
+    {"schema_key", schema_key_of, METH_O, "a bytes key of an arrow_schema capsule's content, or None"},
+    {"export_schema", export_schema, METH_O, "export_schema(address): a deep copy of the schema at an address"},
     {"import_stream", import_stream, METH_O, "take an arrow_array_stream / arrow_device_array_stream capsule"},
     {"build", (PyCFunction)(void (*)(void))build, METH_VARARGS | METH_KEYWORDS,
      "build(length, null_count, offset, buffers, children, dictionary=None, device_type=1, "

@@ -23,11 +23,21 @@ void device_stream_capsule_free(PyObject* capsule);
 /* The struct inside a capsule of the expected name, or NULL with TypeError / ValueError set. */
 void* capsule_struct(PyObject* capsule, const char* expected);
 
-/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved. */
+/* A new CDeviceArray owning the reference c (dropped on failure). */
+PyObject* wrap_container(Container* c);
+
+/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved (import_module.c). */
 PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive);
 
 /* A sequence of CDeviceArray as a new C array of their containers (borrowed), or NULL with an error. */
 Container** containers_of(PyObject* seq, Py_ssize_t* n);
+
+/* The import functions of the module (import_module.c). */
+PyObject* import_array(PyObject* module, PyObject* capsule);
+PyObject* import_device_array(PyObject* module, PyObject* capsule);
+PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs);
+PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs);
+PyObject* schema_key_of(PyObject* module, PyObject* capsule);
 
 /* The stream functions of the module (stream_module.c). */
 PyObject* import_stream(PyObject* module, PyObject* capsule);

@@ -3,100 +3,14 @@
  * Every array a stream will yield is exported when the stream is made, with the GIL held, so
  * get_schema / get_next / release never touch Python and may run on any thread with the GIL
  * released (Polars drains streams that way). Arrays never pulled are released with the stream.
- * The schema is deep-copied for each get_schema, so every copy stands alone.
+ * The schema is deep-copied for each get_schema, so every copy stands alone (schema.c).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "schema.h"
 #include "stream.h"
-
-typedef struct SchemaPrivate {
-  char* format;
-  char* name;
-  char* metadata;
-  struct ArrowSchema** children;
-  struct ArrowSchema* child_structs;
-  struct ArrowSchema* dictionary;
-  int64_t n_children;
-} SchemaPrivate;
-
-static void release_schema_copy(struct ArrowSchema* schema) {
-  SchemaPrivate* p = (SchemaPrivate*)schema->private_data;
-  for (int64_t i = 0; i < p->n_children; i++) {
-    if (p->children[i]->release != NULL) p->children[i]->release(p->children[i]);
-  }
-  if (p->dictionary != NULL && p->dictionary->release != NULL) p->dictionary->release(p->dictionary);
-  free(p->dictionary);
-  free(p->child_structs);
-  free(p->children);
-  free(p->format);
-  free(p->name);
-  free(p->metadata);
-  free(p);
-  schema->release = NULL;
-}
-
-/* The metadata encoding: int32 pair count, then per pair int32 length + key bytes, int32 length +
- * value bytes, in native byte order. */
-static size_t metadata_size(const char* metadata) {
-  if (metadata == NULL) return 0;
-  int32_t n, len;
-  memcpy(&n, metadata, 4);
-  size_t pos = 4;
-  for (int32_t i = 0; i < 2 * n; i++) {
-    memcpy(&len, metadata + pos, 4);
-    pos += 4 + (size_t)len;
-  }
-  return pos;
-}
-
-static char* copy_bytes(const char* src, size_t n) {
-  char* dst = malloc(n);
-  if (dst != NULL) memcpy(dst, src, n);
-  return dst;
-}
-
-int schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* dst) {
-  memset(dst, 0, sizeof *dst);
-  SchemaPrivate* p = calloc(1, sizeof *p);
-  if (p == NULL) return ENOMEM;
-  dst->private_data = p;
-  dst->release = release_schema_copy;
-  dst->flags = src->flags;
-  int failed = 0;
-  p->format = copy_bytes(src->format, strlen(src->format) + 1);
-  failed |= p->format == NULL;
-  if (src->name != NULL) failed |= (p->name = copy_bytes(src->name, strlen(src->name) + 1)) == NULL;
-  if (src->metadata != NULL) {
-    failed |= (p->metadata = copy_bytes(src->metadata, metadata_size(src->metadata))) == NULL;
-  }
-  if (src->n_children > 0 && !failed) {
-    p->children = calloc((size_t)src->n_children, sizeof(struct ArrowSchema*));
-    p->child_structs = calloc((size_t)src->n_children, sizeof(struct ArrowSchema));
-    failed |= p->children == NULL || p->child_structs == NULL;
-    for (int64_t i = 0; i < src->n_children && !failed; i++) {
-      p->children[i] = &p->child_structs[i];
-      p->n_children = i + 1;
-      failed |= schema_deep_copy(src->children[i], p->children[i]) != 0;
-    }
-  }
-  if (src->dictionary != NULL && !failed) {
-    p->dictionary = calloc(1, sizeof(struct ArrowSchema));
-    failed |= p->dictionary == NULL || schema_deep_copy(src->dictionary, p->dictionary) != 0;
-  }
-  dst->format = p->format;
-  dst->name = p->name;
-  dst->metadata = p->metadata;
-  dst->n_children = src->n_children;
-  dst->children = p->children;
-  dst->dictionary = p->dictionary;
-  if (failed) {
-    release_schema_copy(dst);
-    return ENOMEM;
-  }
-  return 0;
-}
 
 typedef struct StreamPrivate {
   struct ArrowSchema schema;

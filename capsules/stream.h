@@ -4,9 +4,6 @@
 
 #include "container.h"
 
-/* Deep-copies a schema tree into *dst, with a release of our own. Returns 0 or ENOMEM. */
-int schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* dst);
-
 /* Makes a stream that yields the given exports in order. Takes ownership of *schema (moved) and
  * of the n arrays (moved), whatever the result. device_type is the stream's device type. */
 int export_device_stream(struct ArrowSchema* schema, struct ArrowDeviceArray* arrays, int64_t n,

@@ -152,7 +152,7 @@ PyObject* export_stream(PyObject* module, PyObject* args) {
   int rc = exported == NULL ? ENOMEM : 0;
   for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
     const struct ArrowArray* a = &held[i]->array.array;
-    rc = container_export(held[i], a->offset, a->length, a->null_count, &exported[i]);
+    rc = container_export(held[i], a->offset, a->length, container_top_null_count(held[i]), &exported[i]);
     for (Py_ssize_t j = 0; rc && j < i; j++) exported[j].array.release(&exported[j].array);
   }
   free(held);

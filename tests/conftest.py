@@ -36,7 +36,8 @@ def balanced():
     yield
     gc.collect()
     after = ad.debug.ownership_stats()
-    for key in ("live_containers", "live_exported_nodes", "live_exported_streams", "live_built_nodes"):
+    for key in ("live_containers", "live_exported_nodes", "live_exported_streams", "live_built_nodes",
+                "live_node_blocks"):
         assert after[key] == before[key], f"{key}: {before[key]} before, {after[key]} after"
 
 

@@ -15,6 +15,7 @@ import pytest
 import arrowdev as ad
 from arrowdev import _capsules
 from cabi import ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, capsule_pointer
+from counting_producer import CountingProducer
 
 INTS = pa.array([1, None, 3, None, 5, 6, None, 8, 9, 10, 11, None, 13])
 STRUCT = pa.StructArray.from_arrays(
@@ -245,6 +246,54 @@ def test_slices_export_their_own_null_counts():
     counts = _exported_null_counts(col)
     assert counts["array"] == counts["device"] == [expected.null_count]
     assert counts["stream"] == counts["device_stream"] == [c.null_count for c in expected.chunks]
+
+
+def _node_null_counts(node) -> list[int]:
+    """null_count of every node of an exported struct tree: top, children depth first, dictionary."""
+    counts = [node.null_count]
+    for i in range(node.n_children):
+        counts += _node_null_counts(node.children[i].contents)
+    if node.dictionary:
+        counts += _node_null_counts(node.dictionary.contents)
+    return counts
+
+
+@pytest.mark.parametrize("protocol", ["array", "device_array", "stream", "table"])
+def test_nested_null_counts_minus_one_are_computed_on_export(protocol):
+    """O5 below the top: a producer's -1 on children and dictionaries (tests/counting_producer.py:
+    a, b and c say -1) leaves every export with the counted values."""
+    col = ad.column(CountingProducer().capsules())
+    if protocol == "stream":
+        capsule = col.__arrow_c_stream__()
+        stream = ArrowArrayStream.from_address(capsule_pointer(capsule, "arrow_array_stream"))
+        node = ArrowArray()
+        assert _GET_NEXT(stream.get_next)(capsule_pointer(capsule, "arrow_array_stream"), ctypes.byref(node)) == 0
+    elif protocol == "table":
+        _, capsule = ad.table(col).__arrow_c_device_array__()
+        node = ArrowDeviceArray.from_address(capsule_pointer(capsule, "arrow_device_array")).array
+    else:
+        _, capsule = getattr(col, f"__arrow_c_{protocol}__")()
+        name = f"arrow_{protocol}"
+        node = ArrowArray.from_address(capsule_pointer(capsule, name)) if protocol == "array" else \
+            ArrowDeviceArray.from_address(capsule_pointer(capsule, name)).array
+    # top (struct), a (one null), b (one null), b.item, c (one null), c.dictionary
+    assert _node_null_counts(node) == [0, 1, 1, 0, 1, 0]
+    if protocol == "stream":
+        node.release(ctypes.pointer(node))
+
+
+def test_nested_null_counts_of_device_data_are_not_read():
+    """On device memory a bitmap is not read for a nested count: -1 stays (the C Data interface
+    allows it); counts the type decides (a struct's children without a bitmap) are filled in."""
+    producer = CountingProducer()
+    schema, capsule = producer.capsules()
+    src = ArrowDeviceArray.from_address(capsule_pointer(capsule, "arrow_device_array"))
+    src.device_type, src.device_id = 2, 0  # buffers are host memory: reading them as CUDA would fail
+    producer.nodes["c.dictionary"].array.null_count = -1  # it has no bitmap: 0 nulls, known without reading
+    col = ad.column((schema, capsule))
+    _, out = col.__arrow_c_device_array__()
+    exported = ArrowDeviceArray.from_address(capsule_pointer(out, "arrow_device_array")).array
+    assert _node_null_counts(exported) == [0, -1, -1, 0, -1, 0]
 
 
 # ---- slicing and indexing ----------------------------------------------------------------------

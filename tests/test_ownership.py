@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev import _capsules
-from cabi import ArrowArray, ArrowDeviceArray, capsule_pointer
+from cabi import ArrowArray, ArrowDeviceArray, ArrowSchema, capsule_pointer
 from counting_producer import EXPECTED_ROWS, CountingProducer
 
 
@@ -86,6 +86,8 @@ def _holders(col: ad.ArrowColumn) -> dict:
 @settings(max_examples=60, deadline=None)
 @given(order=st.permutations(list(_holders(ad.column(CountingProducer().capsules())))))
 def test_release_waits_for_every_holder_in_any_drop_order(order):
+    gc.collect()
+    before = ad.debug.ownership_stats()
     producer = CountingProducer()
     holders = _holders(ad.column(producer.capsules()))
     for name in order[:-1]:
@@ -93,6 +95,9 @@ def test_release_waits_for_every_holder_in_any_drop_order(order):
         producer.assert_not_released()
     _drop(holders, order[-1])
     producer.assert_released_once()
+    after = ad.debug.ownership_stats()
+    for key in ("live_exported_nodes", "live_node_blocks", "live_built_nodes"):  # each export's one allocation
+        assert after[key] == before[key], key                                     # is freed with its last node
 
 
 def test_moved_out_children_released_after_the_parent(balanced):
@@ -108,6 +113,28 @@ def test_moved_out_children_released_after_the_parent(balanced):
         if moved:
             producer.assert_not_released()
     producer.assert_released_once()
+
+
+def test_schema_copies_are_freed_with_their_last_node_in_any_order():
+    """Exported schemas share one allocation per copy (capsules/schema.c S1): a child moved out
+    keeps it until the child is released, after its parent."""
+    col = ad.column(CountingProducer().capsules())
+    col.__arrow_c_schema__()  # arrowdev's own copies (its parsed types keep one) exist from here
+    gc.collect()
+    before = ad.debug.ownership_stats()["live_schema_copies"]
+    pa.array(col), col.__arrow_c_device_array__(), col.__arrow_c_stream__()  # consumed or not
+    capsule = col.__arrow_c_schema__()
+    parent = ArrowSchema.from_address(capsule_pointer(capsule, "arrow_schema"))
+    child = ArrowSchema()
+    ctypes.memmove(ctypes.addressof(child), parent.children[1], ctypes.sizeof(ArrowSchema))
+    parent.children[1].contents.release = type(parent.release)()  # moved out
+    del parent, capsule
+    gc.collect()
+    assert ad.debug.ownership_stats()["live_schema_copies"] == before + 1  # the child keeps its copy
+    assert child.format == b"+l" and child.children[0].contents.format == b"i"
+    child.release(ctypes.pointer(child))
+    assert not child.release
+    assert ad.debug.ownership_stats()["live_schema_copies"] == before
 
 
 def test_every_exported_node_has_its_own_private_data():

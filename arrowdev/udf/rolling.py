@@ -37,7 +37,7 @@ class Rolling:
         col = self.column
         element_dtype(col.type)  # windows are numeric or bool: anything else is refused here
         if col.num_chunks > 1:
-            held, _ = col._one_array()
+            held = col._one_array()
             col = ArrowColumn(col.type, [held])
         return apply_columns(f, [col], out_type=out_type, stream=stream,
                              window=(self.window, self.min_periods, self.center))

@@ -1,0 +1,228 @@
+/* arrowdev._capsules, imports: how a producer's arrays come in. hold (checks, then moves a struct
+ * into a container), the module functions import_array, import_device_array, import_pair and
+ * import_from, and schema_key, by which a schema's parsed type is found again (schema.c S2).
+ *
+ * Every import checks the tree before it moves it (design.md O7): on a bad tree nothing is moved,
+ * the producer's capsule stays usable, and its destructor releases it as usual.
+ */
+#include <string.h>
+
+#include "check.h"
+#include "module.h"
+#include "schema.h"
+
+/* 0 when *src may be held: not released, a well-formed tree and, when schema is given, a tree
+ * that fits it; else -1 with InvalidArrowError naming the problem (O7). */
+static int check_holdable(const struct ArrowDeviceArray* src, const struct ArrowSchema* schema) {
+  char err[1200];
+  if (src->array.release == NULL) {
+    PyErr_SetString(InvalidArrowError, "the array was already consumed or released (release is NULL)");
+    return -1;
+  }
+  if (arrow_array_check(&src->array, err, sizeof err) != 0) {
+    PyErr_Format(InvalidArrowError, "malformed ArrowArray: %s", err);
+    return -1;
+  }
+  if (schema != NULL && check_against_schema(&src->array, schema, err, sizeof err) != 0) {
+    PyErr_Format(InvalidArrowError, "array does not fit its schema: %s", err);
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject* move_in(struct ArrowDeviceArray* src, PyObject* keepalive) {
+  Py_XINCREF(keepalive);
+  Container* c = container_move_from(src, keepalive);
+  if (c == NULL) {
+    Py_XDECREF(keepalive);
+    return PyErr_NoMemory();
+  }
+  return wrap_container(c);
+}
+
+/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved. */
+PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive) {
+  return check_holdable(src, NULL) ? NULL : move_in(src, keepalive);
+}
+
+/* Holds the array in an arrow_device_array or arrow_array capsule (CPU data), checked against
+ * schema when one is given; on a bad tree nothing is moved and the capsule stays usable. */
+static PyObject* import_capsule(PyObject* capsule, int device, const struct ArrowSchema* schema) {
+  if (device) {
+    struct ArrowDeviceArray* src = capsule_struct(capsule, "arrow_device_array");
+    if (src == NULL || check_holdable(src, schema)) return NULL;
+    return move_in(src, NULL);
+  }
+  struct ArrowArray* src = capsule_struct(capsule, "arrow_array");
+  if (src == NULL) return NULL;
+  struct ArrowDeviceArray wrapped;
+  memset(&wrapped, 0, sizeof wrapped);
+  memcpy(&wrapped.array, src, sizeof *src);
+  wrapped.device_type = ARROW_DEVICE_CPU;
+  wrapped.device_id = -1;
+  if (check_holdable(&wrapped, schema)) return NULL;
+  PyObject* out = move_in(&wrapped, NULL);
+  if (out != NULL) src->release = NULL; /* moved */
+  return out;
+}
+
+PyObject* import_device_array(PyObject* module, PyObject* capsule) {
+  return import_capsule(capsule, 1, NULL);
+}
+
+PyObject* import_array(PyObject* module, PyObject* capsule) { return import_capsule(capsule, 0, NULL); }
+
+/* The schema in an unconsumed arrow_schema capsule, or NULL (no exception) for anything else. */
+static const struct ArrowSchema* schema_in(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "arrow_schema")) return NULL;
+  const struct ArrowSchema* schema = PyCapsule_GetPointer(capsule, "arrow_schema");
+  return schema != NULL && schema->release != NULL ? schema : NULL;
+}
+
+/* The types of the last few schemas looked up, each with the address of its own schema (valid
+ * while we hold the type), compared by content (schema_equal) before the known_types dict is
+ * asked: a program imports the same few types again and again, and this needs no key. */
+enum { kRecentTypes = 8 };
+static struct {
+  const struct ArrowSchema* schema;
+  PyObject* dtype;
+} recent_types[kRecentTypes];
+static int recent_next;
+
+static PyObject* recent_type(const struct ArrowSchema* schema) {
+  for (int i = 0; i < kRecentTypes; i++) {
+    if (recent_types[i].dtype != NULL && schema_equal(recent_types[i].schema, schema)) return recent_types[i].dtype;
+  }
+  return NULL;
+}
+
+/* Remembers a DataType (its schema at dtype._address); a failure only means it is not remembered. */
+static void remember_type(PyObject* dtype) {
+  PyObject* address = PyObject_GetAttrString(dtype, "_address");
+  const struct ArrowSchema* schema = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
+  Py_XDECREF(address);
+  if (schema == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  int slot = recent_next;
+  recent_next = (recent_next + 1) % kRecentTypes;
+  Py_XSETREF(recent_types[slot].dtype, Py_NewRef(dtype));
+  recent_types[slot].schema = schema;
+}
+
+/* The DataType for the schema, borrowed: a recent one, else the one known_types (a dict:
+ * schema_key -> DataType) holds; NULL (no exception) when neither knows it. */
+static PyObject* known_type(const struct ArrowSchema* schema, PyObject* known_types) {
+  if (schema == NULL) return NULL;
+  PyObject* dtype = recent_type(schema);
+  if (dtype != NULL || !PyDict_CheckExact(known_types)) return dtype;
+  SchemaKey key;
+  PyObject* bytes = NULL;
+  if (schema_key(schema, &key) == 0 && !key.failed) bytes = PyBytes_FromStringAndSize(key.data, (Py_ssize_t)key.len);
+  schema_key_free(&key);
+  dtype = bytes != NULL ? PyDict_GetItemWithError(known_types, bytes) : NULL;
+  Py_XDECREF(bytes);
+  PyErr_Clear(); /* a failed lookup is a miss: the caller parses the schema instead */
+  if (dtype != NULL) remember_type(dtype);
+  return dtype;
+}
+
+/* Imports a (schema, array) capsule pair: the array (arrow_device_array, else arrow_array)
+ * checked against the schema (capsules/check.c), then moved (O7: on a bad tree nothing is moved).
+ * Its type is `given` (not None), else the one known_types holds for the schema. 1 with new
+ * references in *dtype and *held; 0 when no type is given or known (nothing touched: the caller
+ * parses, and so validates, the schema first); -1 with an exception. */
+static int import_typed(PyObject* schema_capsule, PyObject* array_capsule, PyObject* known_types, PyObject* given,
+                        PyObject** dtype, PyObject** held) {
+  const struct ArrowSchema* schema = schema_in(schema_capsule);
+  *dtype = given != Py_None ? given : known_type(schema, known_types);
+  if (*dtype == NULL) return 0;
+  if (schema == NULL) {
+    if (capsule_struct(schema_capsule, "arrow_schema") != NULL) {
+      PyErr_SetString(InvalidArrowError, "the schema capsule was already consumed");
+    }
+    return -1;
+  }
+  const char* name = PyCapsule_CheckExact(array_capsule) ? PyCapsule_GetName(array_capsule) : NULL;
+  int device = name != NULL && strcmp(name, "arrow_device_array") == 0;
+  Py_INCREF(*dtype); /* borrowed from a cache until now */
+  *held = import_capsule(array_capsule, device, schema);
+  if (*held != NULL) return 1;
+  Py_CLEAR(*dtype);
+  return -1;
+}
+
+/* import_pair(schema_capsule, array_capsule, known_types, dtype=None): (dtype, held array), as
+ * import_typed; None when no type is given or known. */
+PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 3 || nargs > 4) {
+    return PyErr_Format(PyExc_TypeError, "import_pair expected 3 or 4 arguments, got %zd", nargs);
+  }
+  PyObject *dtype, *held;
+  int found = import_typed(args[0], args[1], args[2], nargs == 4 ? args[3] : Py_None, &dtype, &held);
+  if (found <= 0) return found == 0 ? Py_NewRef(Py_None) : NULL;
+  PyObject* pair = PyTuple_Pack(2, dtype, held);
+  Py_DECREF(dtype);
+  Py_DECREF(held);
+  return pair;
+}
+
+/* schema_key(capsule): bytes equal for two schema capsules exactly when their trees describe the
+ * same type, names, nullability and metadata (schema.c S2); None for a tree too broken to walk. */
+PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
+  const struct ArrowSchema* schema = capsule_struct(capsule, "arrow_schema");
+  if (schema == NULL) return NULL;
+  SchemaKey key;
+  PyObject* out;
+  if (schema_key(schema, &key) != 0) out = Py_NewRef(Py_None);
+  else if (key.failed) out = PyErr_NoMemory();
+  else out = PyBytes_FromStringAndSize(key.data, (Py_ssize_t)key.len);
+  schema_key_free(&key);
+  return out;
+}
+
+/* import_from(obj, known_types): read_arrow's fast path (arrowdev/_from_arrow.py), the same steps
+ * for the commonest producer: an object (not a tuple or capsule) whose first protocol in arrowdev's
+ * order is __arrow_c_device_array__, as PyArrow arrays and record batches are. Calls it with no
+ * arguments, then imports the pair as import_pair does: (dtype, [held]) when known_types knows the
+ * schema, else (None, what the method returned) for the caller to go on with. None when obj is not
+ * such an object: nothing was called. */
+PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) return PyErr_Format(PyExc_TypeError, "import_from expected 2 arguments, got %zd", nargs);
+  static PyObject *device_stream = NULL, *device_array = NULL;
+  if (device_stream == NULL) {
+    device_stream = PyUnicode_InternFromString("__arrow_c_device_stream__");
+    device_array = PyUnicode_InternFromString("__arrow_c_device_array__");
+    if (device_stream == NULL || device_array == NULL) return NULL;
+  }
+  PyObject* obj = args[0];
+  if (PyTuple_Check(obj) || PyCapsule_CheckExact(obj) || PyObject_HasAttr(obj, device_stream) ||
+      !PyObject_HasAttr(obj, device_array)) {
+    Py_RETURN_NONE;
+  }
+  PyObject* exported = PyObject_CallMethodNoArgs(obj, device_array);
+  if (exported == NULL) return NULL;
+  PyObject *dtype, *held, *out = NULL;
+  int found = 0;
+  if (PyTuple_CheckExact(exported) && PyTuple_GET_SIZE(exported) == 2) {
+    found = import_typed(PyTuple_GET_ITEM(exported, 0), PyTuple_GET_ITEM(exported, 1), args[1], Py_None, &dtype, &held);
+  }
+  if (found == 0) {
+    out = PyTuple_Pack(2, Py_None, exported);
+  } else if (found == 1) { /* (dtype, [held]), stealing both references */
+    PyObject* chunks = PyList_New(1);
+    out = chunks != NULL ? PyTuple_New(2) : NULL;
+    if (out == NULL) {
+      Py_XDECREF(chunks);
+      Py_DECREF(dtype);
+      Py_DECREF(held);
+    } else {
+      PyList_SET_ITEM(chunks, 0, held);
+      PyTuple_SET_ITEM(out, 0, dtype);
+      PyTuple_SET_ITEM(out, 1, chunks);
+    }
+  }
+  Py_DECREF(exported);
+  return out;
+}
