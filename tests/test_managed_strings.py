@@ -151,6 +151,28 @@ def test_table_udf_returning_a_column_value_or_a_new_string(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_two_string_columns_joined(device):
+    tbl = ad.table({"a": pa.array(["x", None, "日本", ""]), "b": pa.array(["1", "2", "語", None], pa.string_view())})
+    if device == "cuda":
+        tbl = tbl.to_device()
+    out = tbl.apply(lambda a, b: a + "-" + b + a, columns=["a", "b"], string_type="large_string")
+    assert out.to_pylist() == ["x-1x", None, "日本-語日本", None]
+
+
+@pytest.mark.parametrize("output", OUTPUT_TYPES)
+def test_outputs_go_to_polars_and_nanoarrow(output):
+    import nanoarrow as na
+    import polars as pl
+
+    values = ["hello", None, "a much longer string than twelve bytes", "ß"]
+    out = ad.column(pa.array(values)).apply(lambda s: s.upper(), string_type=output)
+    expected = [None if v is None else v.upper() for v in values]
+    assert pl.Series(out).to_list() == expected
+    if output != "string_view":  # nanoarrow 0.9's to_pylist crashes on any string_view with variadic buffers,
+        assert na.Array(out).to_pylist() == expected  # PyArrow's own included
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_numbers_to_strings(device):
     values = [0, 7, -7, 10, -10, 99, 2**63 - 1, -2**63, None, 123456789]
     col = on(device, pa.array(values, pa.int64()))
@@ -270,6 +292,23 @@ def test_case_mapping_of_every_code_point(device):
     values = chars + ["A" + c for c in chars[::7]]
     for f in (UDFS["upper"], UDFS["lower"], UDFS["title"], UDFS["swapcase"]):
         assert col.apply(f).to_pylist() == [f(v) for v in values]
+
+
+HARD_FLOATS = ["9007199254740993", "9007199254740993.000000000001", "1e23", "8.98846567431158e307",
+               "2.2250738585072011e-308", "2.2250738585072012e-308", "4.9e-324", "2.4703282292062327e-324",
+               "2.4703282292062328e-324", "1.7976931348623157e308", "1.7976931348623159e308", "1e-400", "1e400",
+               "0.1", "123456789012345678901234567890", "3.14159265358979323846264338327950288", "-0.0",
+               "7.2057594037927933e16", "1.797693134862315708145274e+308"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=10, deadline=None)
+@given(numbers=st.lists(st.floats(allow_nan=False), min_size=1, max_size=200),
+       style=st.sampled_from(["{!r}", "{:.25g}", "{:.3e}", "{:_.6f}"]))
+def test_float_parsing_is_correctly_rounded(device, numbers, style):
+    texts = HARD_FLOATS + [style.format(x) for x in numbers]
+    out = on(device, pa.array(texts)).apply(lambda s: float(s)).to_pylist()
+    assert out == [float(t) for t in texts]
 
 
 def test_case_tables_are_what_the_generator_makes():

@@ -1,20 +1,16 @@
-"""String UDFs: device strings read in place, and the string operations numba compiles for them.
+"""String UDFs: device strings read in place, new strings made by UDFs (managed strings from a per-launch
+arena), and the string operations numba compiles for them (docs/strings.md has the list and the lifecycle).
 
-A row of a ``string``, ``large_string`` or ``string_view`` column reaches a UDF as a ``StringView``: a
-pointer into the column's own buffers and a byte count, no copy. What a UDF can do with it today
-(equal to Python's ``str`` on every valid UTF-8 input, non-ASCII included):
-
-- ``len(s)`` (code points); ``==`` ``!=`` ``<`` ``<=`` ``>`` ``>=`` with another string or a literal;
-  ``"sub" in s``; ``s.startswith(x)``, ``s.endswith(x)``, ``s.find(x)``, ``s.rfind(x)``, ``s.count(x)``
-  with ``x`` a string column value or a literal.
-- Nulls as for numbers: a null row gives a null result, or ``ad.NA`` in null-aware UDFs.
-
-Results are numbers or bools. UDFs that make new strings (``upper``, ``+``, ``replace``, ...) need managed
-strings, the next step of this subsystem (docs/strings.md).
+A row of a ``string``, ``large_string`` or ``string_view`` column reaches a UDF as a ``StringView`` (a
+pointer into the column's own buffers and a byte count, no copy); what a UDF makes is a ``ManagedString``
+(an NRT MemInfo, a pointer and a byte count); every operation equals Python's ``str`` on valid UTF-8.
 
 Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``models`` (data models),
-``typing`` (signatures), ``lowering`` (code), ``literals`` (the front-end step for string constants).
-Each registers with both targets, numba's CPU target and numba-cuda's CUDA target.
+``typing`` (signatures), ``lowering`` (read-only operations, and registration of everything),
+``operations`` (operations that make or parse strings), ``managed`` (arena allocation, MemInfo headers,
+views, row failure flags), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
+for string constants), ``results`` (host side: arena, re-runs, Arrow string arrays). Each registers with
+both targets, numba's CPU target and numba-cuda's CUDA target.
 """
 
 from __future__ import annotations

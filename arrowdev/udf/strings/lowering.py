@@ -329,6 +329,25 @@ def _stub(name: str, argcount: int) -> Any:
     return namespace[name]
 
 
+def _powers_of_ten() -> list[float]:
+    """10**e for e in -342..308 as double-double pairs (high, low): high the nearest double, low the
+    nearest double to what remains (exact fractions, so each pair is within 2**-106 of the power). Past
+    +-290 the power is stored times 2**-+600 so that it, and a product with it, stay normal doubles
+    (``operations._scaled`` multiplies the 2**+-600 back)."""
+    from fractions import Fraction
+
+    pairs: list[float] = []
+    for exponent in range(-342, 309):
+        exact = Fraction(10) ** exponent
+        if exponent < -290:
+            exact *= Fraction(2) ** 600
+        elif exponent > 290:
+            exact /= Fraction(2) ** 600
+        high = float(exact)
+        pairs += [high, float(exact - Fraction(high))]
+    return pairs
+
+
 def _fixed_result(argcount: int, result: Any) -> Any:
     """A type_callable typer for a helper of ``argcount`` arguments that always returns ``result``
     (numba binds the typer's own parameters to the call's arguments, so their number must match)."""
@@ -370,6 +389,7 @@ def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, 
     for name in ("UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "SPACE", "UPPER", "LOWER", "CASED", "CASE_IGNORABLE",
                  "DECIMAL"):
         names[name] = Table(name, getattr(tables, name))
+    names["POW10"] = Table("POW10", _powers_of_ten(), floats=True)
     functions = operations.bind(names)
     results = {"int64": types.int64, "boolean": types.boolean, "float64": types.float64,
                "managed": t.managed_string}

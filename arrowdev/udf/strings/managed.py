@@ -239,7 +239,18 @@ def register_managed(target: Any) -> dict[str, Any]:
 
         return types.int64(), codegen
 
-    return {"view_of": view_of, "begin_row": begin_row, "fail_row": fail_row, "row_failed": row_failed, "new_string": new_string,
+    @target.intrinsic
+    def fused_multiply_add(typingctx, a, b, c):
+        """a * b + c with one rounding (float(s) forms exact products with it)."""
+        def codegen(context, builder, sig, args):
+            double = ir.DoubleType()
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(double, [double] * 3), "llvm.fma.f64")
+            values = [context.cast(builder, v, ty, types.float64) for v, ty in zip(args, sig.args)]
+            return builder.call(fma, values)
+
+        return types.float64(a, b, c), codegen
+
+    return {"fused_multiply_add": fused_multiply_add, "view_of": view_of, "begin_row": begin_row, "fail_row": fail_row, "row_failed": row_failed, "new_string": new_string,
             "set_byte": set_byte, "substring": substring, "meminfo_of": meminfo_of, "address_of": address_of,
             "arena_base": arena_base}
 

@@ -22,6 +22,7 @@ from typing import Any
 # Bound per target by ``bind``: intrinsics, the lowering module's helpers, and the Unicode tables.
 byte_at = size_of = new_string = set_byte = substring = fail_row = view_of = None
 chars_before = code_point_at = in_ranges = find_byte = rfind_byte = matches_at = _width_of = None
+fused_multiply_add = POW10 = None
 SPACE_CHAR = UPPER_MAP = LOWER_MAP = TITLE_MAP = SPACE = UPPER = LOWER = CASED = CASE_IGNORABLE = DECIMAL = None
 
 HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "int64", "_mapped_size": "int64",
@@ -30,7 +31,7 @@ HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "int64", "_mapped_
            "_digit": "int64", "_skip_space": "int64", "_skip_space_back": "int64", "_case": "managed",
            "_strip_bounds": "int64", "_to_int": "int64", "_to_float": "float64", "_stripped": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_row": "int64",
            "_mapped_code": "int64", "_ascii_mapped": "int64", "_case_rule": "int64", "_case_size": "int64",
-           "_scaled": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
+           "_scaled": "float64", "_subnormal": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -590,7 +591,7 @@ def _to_float(s):
             return sign * np.inf
         if word == 3 and letters == _NAN:
             return np.nan
-    significand, significant, exponent, digits = 0, 0, 0, 0
+    significand, significant, exponent, digits, truncated = 0, 0, 0, 0, False
     seen_point, underscore, previous_digit = False, False, False
     while at < end:
         code = code_point_at(s, at)
@@ -602,8 +603,10 @@ def _to_float(s):
                 significand = significand * 10 + digit
                 if seen_point:
                     exponent -= 1
-            elif not seen_point:
-                exponent += 1
+            else:
+                truncated = truncated or digit != 0
+                if not seen_point:
+                    exponent += 1
             digits += 1
             underscore, previous_digit = False, True
         elif code == 95 and previous_digit:
@@ -644,7 +647,9 @@ def _to_float(s):
             fail_row()
             return 0.0
         exponent += exponent_sign * written
-    return sign * _scaled(significand, exponent)
+    if truncated:  # digits past the 18th count as a half: the value lies strictly inside (w, w + 1) * 10**e
+        return sign * _scaled(2 * significand + 1, exponent, 0.5)
+    return sign * _scaled(significand, exponent, 1.0)
 
 
 def _word(text):
@@ -658,25 +663,51 @@ def _word(text):
 _INF, _NAN, _INFINITY = _word("inf"), _word("nan"), _word("infinity")
 
 
-def _scaled(significand, exponent):
-    """significand * 10**exponent, correctly rounded when both factors are exact doubles (Clinger's
-    fast path: significand < 2**53, |exponent| <= 22); otherwise within a few units in the last place."""
-    if significand == 0:
+def _scaled(significand, exponent, factor):
+    """significand * 10**exponent * factor (1 or 0.5) rounded to the nearest double (significand <
+    2 * 10**18). Powers of ten are double-double pairs (``POW10``, within 2**-106); the product is formed
+    with a fused multiply-add, so the result is correctly rounded unless the exact value lies within about
+    2**-100 of a halfway point. Subnormal results are rounded once, in units of the smallest subnormal."""
+    if significand == 0 or exponent < -342:
         return 0.0
-    value = float(significand)
-    if exponent < 0:
-        if exponent >= -22:
-            return value / 10.0 ** (-exponent)
-        while exponent < -300:
-            value /= 1e100
-            exponent += 100
-        return value / 10.0 ** (-exponent)
-    if exponent <= 22:
-        return value * 10.0 ** exponent
-    while exponent > 300:
-        value *= 1e100
-        exponent -= 100
-    return value * 10.0 ** exponent
+    if exponent > 308:
+        return np.inf
+    row = 2 * (exponent + 342)
+    scale = 2.0 ** -600 if exponent < -290 else (2.0 ** 600 if exponent > 290 else 1.0)  # see POW10
+    if significand < 9007199254740992 and -22 <= exponent <= 22:  # both exact: one rounding
+        if exponent >= 0:
+            return float(significand) * POW10[row] * factor
+        return float(significand) / POW10[2 * (342 - exponent)] * factor
+    high, low = POW10[row], POW10[row + 1]
+    w_high = float(significand)
+    w_low = float(significand - int(w_high))
+    product = w_high * high
+    error = fused_multiply_add(w_high, high, -product) + (w_high * low + w_low * high)
+    value = (product + error) * (scale * factor)
+    if scale < 1.0 and value <= 2.2250738585072014e-308:  # subnormal (or rounded up to the smallest normal)
+        return _subnormal(product * (2.0 ** 474 * factor), error * (2.0 ** 474 * factor))
+    return value
+
+
+def _subnormal(units, rest):
+    """(units + rest) * 2**-1074 rounded once to the nearest multiple of 2**-1074 (ties to even), where
+    units + rest is a double-double count of the smallest subnormal (the sum is compared with the half
+    without being rounded)."""
+    whole, shift = math.floor(units) * 1.0, math.floor(rest) * 1.0
+    fraction, rest = units - whole, rest - shift  # both exact, in [0, 1)
+    whole += shift
+    if rest >= 1.0 - fraction:  # the two fractions make a whole unit
+        whole += 1.0
+        rest -= 1.0 - fraction
+        fraction = 0.0
+    if fraction > 0.5:
+        above, tie = fraction - 0.5 > -rest, fraction - 0.5 == -rest
+    elif fraction < 0.5:
+        above, tie = rest > 0.5 - fraction, rest == 0.5 - fraction
+    else:
+        above, tie = rest > 0.0, rest == 0.0
+    up = above or (tie and whole % 2.0 == 1.0)
+    return (whole + (1.0 if up else 0.0)) * 5e-324
 
 
 def index(s, sub):
@@ -743,10 +774,12 @@ OPERATIONS = ("copy_of", "concat", "repeat", "repeat_left", "upper", "lower", "s
 def bind(names: dict[str, Any]) -> dict[str, Any]:
     """This module's functions with ``names`` (one target's intrinsics, helper stubs and tables) as their
     globals; returns {name: function} for the helpers and operations."""
+    import math
+
     import numpy as np
 
     namespace = dict(globals())
-    namespace.update(names, np=np)
+    namespace.update(names, np=np, math=math)
     functions = {}
     for name in (*HELPERS, *OPERATIONS, *STORES):
         original = globals()[name]

@@ -1,4 +1,4 @@
-"""The Unicode tables as compiled code reads them: ``table[i]`` and ``len(table)`` on a ``Table``.
+"""The Unicode tables (and the powers of ten of ``float(s)``) as compiled code reads them: ``table[i]`` and ``len(table)`` on a ``Table``.
 
 numba would freeze a NumPy array global into the kernel's constant memory, which holds 64 KiB on CUDA; the
 case mappings alone are three times that. A ``Table`` is lowered instead to a module global of int32 in
@@ -12,10 +12,11 @@ from typing import Any
 
 
 class Table:
-    """A named tuple of int32 values (code points, ranges or mapping rows) for compiled string code."""
+    """A named tuple of values for compiled string code: int32 (code points, ranges, mapping rows) or,
+    with ``floats=True``, float64."""
 
-    def __init__(self, name: str, values: tuple[int, ...]) -> None:
-        self.name, self.values = name, tuple(values)
+    def __init__(self, name: str, values: tuple, floats: bool = False) -> None:
+        self.name, self.values, self.floats = name, tuple(values), floats
 
     def __len__(self) -> int:
         return len(self.values)
@@ -29,9 +30,9 @@ def table_type() -> type:
     from numba.core import types
 
     class TableType(types.Type):
-        def __init__(self, name: str, size: int) -> None:
-            self.table_name, self.size = name, size
-            super().__init__(name=f"UnicodeTable({name}, {size})")
+        def __init__(self, name: str, size: int, floats: bool) -> None:
+            self.table_name, self.size, self.floats = name, size, floats
+            super().__init__(name=f"Table({name}, {size}, {'f64' if floats else 'i32'})")
 
     return TableType
 
@@ -53,7 +54,7 @@ def register_tables(target: Any) -> None:
     @target.typeof_impl.register(Table)
     def _typeof(value, context):
         _tables[value.name] = value
-        return TableType(value.name, len(value))
+        return TableType(value.name, len(value), value.floats)
 
     target.register_model(TableType)(target.models.OpaqueModel)
 
@@ -74,13 +75,16 @@ def register_tables(target: Any) -> None:
     @target.type_callable(operator.getitem)
     def _type_getitem(context):
         def typer(table, index):
-            return types.int64 if isinstance(table, TableType) and isinstance(index, types.Integer) else None
+            if isinstance(table, TableType) and isinstance(index, types.Integer):
+                return types.float64 if table.floats else types.int64
+            return None
         return typer
 
     @target.lower_builtin(operator.getitem, TableType, types.Integer)
     def _getitem(context, builder, sig, args):
         ty = sig.args[0]
-        array_type = ir.ArrayType(i32, max(ty.size, 1))
+        element = ir.DoubleType() if ty.floats else i32
+        array_type = ir.ArrayType(element, max(ty.size, 1))
         name = f"arrowdev_table_{ty.table_name}"
         try:
             gv = builder.module.get_global(name)
@@ -91,4 +95,4 @@ def register_tables(target: Any) -> None:
             gv.initializer = ir.Constant(array_type, list(_tables[ty.table_name].values) or [0])
         index = context.cast(builder, args[1], sig.args[1], types.int64)
         value = builder.load(builder.gep(gv, [ir.Constant(ir.IntType(64), 0), index]))
-        return builder.sext(value, ir.IntType(64))
+        return value if ty.floats else builder.sext(value, ir.IntType(64))
