@@ -204,8 +204,13 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
         if target == "cpu" and out_np is not None and out_np == np.float16:
             raise TypeError("expected an output type numba's CPU target can write, got float16: pass "
                             "out_type=pa.float32() (float16 outputs work on GPU columns)")
-        spec = kernels.KernelSpec(kinds, mode, "bits" if out_np is None else out_np.str, target, *win,
-                                  arena=traits.allocates or traits.may_fail, flags=traits.may_fail)
+        share = mode == "propagate" and len(nullable) == 1 and not traits.may_fail
+        # GPU bool results as bits straight from the kernel (a warp ballot per word), when rows start at bit 0
+        ballot = (target == "cuda" and out_np is None and mode != "aware" and not traits.may_fail and not window
+                  and not (share and nullable[0].held.offset % 8))
+        out_kind = "ballot" if ballot else ("bits" if out_np is None else out_np.str)
+        spec = kernels.KernelSpec(kinds, mode, out_kind, target, *win, arena=traits.allocates or traits.may_fail,
+                                  flags=traits.may_fail)
     kernel = kernels.compile_kernel(f, spec)
     mem = _Memory(device, stream)
     with mem.active():
@@ -243,7 +248,9 @@ def _run(kernel: Any, spec: kernels.KernelSpec, inputs: list[_Input], mem: _Memo
         runtime.wait_on_events(mem.stream, [x.held.sync_event for x in inputs])
     share = mode == "propagate" and len(nullable) == 1 and not spec.flags
     pad = nullable[0].held.offset % 8 if share else 0
-    if string_out is None:
+    if spec.out == "ballot":
+        out, out_ptr, out_keep = mem.new((n + 31) // 32, np.uint32)
+    elif string_out is None:
         out, out_ptr, out_keep = mem.new(pad + n, np.uint8 if out_np is None else out_np)
     elif spec.out == "utf8_view":
         out, out_ptr, out_keep = mem.new(4 * n, np.int32)
@@ -271,6 +278,10 @@ def _run(kernel: Any, spec: kernels.KernelSpec, inputs: list[_Input], mem: _Memo
         arrow_out, value_buffers = results.build_string_output(string_out, mem, n, out, out_keep, arena, keep,
                                                                scratch)
         offset = 0
+    elif spec.out == "ballot":  # the kernel wrote the bits
+        keep.append(out_keep)
+        scratch.append(arena)
+        value_buffers, offset = [out_ptr], 0
     elif out_np is None:  # bool output: bytes -> bits; the bytes are scratch
         out_ptr, packed, _ = mem.pack_bits(out, pad + n, count_ones=False)
         keep.append(packed)

@@ -271,11 +271,26 @@ def kernel_source(spec: KernelSpec) -> str:
         computed = [*start, f"r = {call}", store, f"out_valid[i] = {valid}"]
         body += ([f"if {guard}:", *_indent(computed), "else:", "    out_valid[i] = 0", *_indent(empty)] if guard
                  else computed)
+    elif spec.out == "ballot":
+        return _ballot_source(lines[0], body, start, call, guard)
     elif guard:
         body += [f"if {guard}:", *_indent(start), f"    out[pad + i] = {call}"]
     else:
         body += [*start, f"out[pad + i] = {call}"]
     return "\n".join(lines + ["        " + b for b in body]) + "\n"
+
+
+def _ballot_source(header: str, loads: list[str], start: list[str], call: str, guard: str) -> str:
+    """A CUDA kernel writing a bool result as bits: each warp's 32 results become one uint32 word by a
+    ballot, written by lane 0 (rows start at bit 0; a warp covers word i // 32). Every thread of the
+    grid takes part in the ballot, rows past the end (and null rows) vote False."""
+    computed = [*loads, *start, f"r = {call}"]
+    if guard:
+        computed = [*loads, f"if {guard}:", *_indent([*start, f"r = {call}"])]
+    lines = [header, "    i = cuda.grid(1)", "    r = False", "    if i < n:", *["        " + c for c in computed],
+             "    word = cuda.ballot_sync(0xFFFFFFFF, r)", "    if cuda.laneid == 0 and i < n:",
+             "        out[i >> 5] = word"]
+    return "\n".join(lines) + "\n"
 
 
 def _indent(statements: list[str]) -> list[str]:
