@@ -213,11 +213,14 @@ PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
     if (device_stream == NULL || device_array == NULL) return NULL;
   }
   PyObject* obj = args[0];
-  if (PyTuple_Check(obj) || PyCapsule_CheckExact(obj) || PyObject_HasAttr(obj, device_stream) ||
-      !PyObject_HasAttr(obj, device_array)) {
+  if (PyTuple_Check(obj) || PyCapsule_CheckExact(obj) || PyObject_HasAttr(obj, device_stream)) Py_RETURN_NONE;
+  PyObject* method = PyObject_GetAttr(obj, device_array); /* one lookup for "has it?" and the call */
+  if (method == NULL) {
+    PyErr_Clear(); /* as hasattr: no such method, and the caller's own steps say what obj is */
     Py_RETURN_NONE;
   }
-  PyObject* exported = PyObject_CallMethodNoArgs(obj, device_array);
+  PyObject* exported = PyObject_CallNoArgs(method);
+  Py_DECREF(method);
   if (exported == NULL) return NULL;
   PyObject *dtype, *held, *out = NULL;
   const struct ArrowSchema* own = NULL;

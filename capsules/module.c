@@ -3,6 +3,7 @@
  * CDeviceArray   one container (container.c) seen from Python: its top node's fields, slices,
  *                children and exports as PyCapsules.
  * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream (stream_module.c).
+ * ColumnCore     the native base of arrowdev.ArrowColumn: its state and its hot exports (column.c).
  * functions      build, copy_schema, export_schema, capsule_name, ownership_stats; the import
  *                ones (import_array, import_device_array, import_pair, import_from, schema_key)
  *                are in import_module.c, the stream ones (import_stream, export_stream) in
