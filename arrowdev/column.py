@@ -69,20 +69,25 @@ def struct_field(held: Any, index: int) -> Any:
     return child
 
 
-class ArrowColumn:
+class ArrowColumn(_capsules.ColumnCore):
     """A column of Arrow data: a type and zero or more chunks, all on one device.
 
     Build one with :func:`arrowdev.column` (``ArrowColumn.from_arrow``) from any Arrow producer.
     It exports every Arrow PyCapsule protocol; nothing is copied except where a method says so.
+
+    Its state lives in its native base, ``_capsules.ColumnCore`` (capsules/column.c): ``_type``,
+    ``_chunks`` (a list of held arrays) and ``_nulls`` (per chunk, the null count where known;
+    None until first needed). The base also runs the hot path of ``__arrow_c_device_array__`` and
+    ``__arrow_c_array__`` (one chunk, no request); every other case comes back to
+    :meth:`_arrow_c_device_array` and :meth:`_arrow_c_array` here.
     """
 
-    __slots__ = ("_type", "_chunks", "_nulls", "__weakref__")
+    __slots__ = ()
 
     def __init__(self, dtype: DataType, chunks: list[Any]) -> None:
         self._type = dtype
         # a list is taken as it is (no column changes its chunk list, so columns may share one)
         self._chunks = chunks = chunks if type(chunks) is list else list(chunks)
-        self._nulls: list[int | None] | None = None  # per chunk, made when first needed (_null_list)
         if len(chunks) > 1 and len({(c.device_type, c.device_id) for c in chunks}) > 1:
             raise ValueError("expected every chunk of a column on one device, got chunks on several")
 
@@ -388,19 +393,17 @@ class ArrowColumn:
     def __arrow_c_schema__(self) -> Any:
         return self._type.__arrow_c_schema__()
 
-    def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+    # __arrow_c_device_array__ and __arrow_c_array__ are ColumnCore's (capsules/column.c): they export
+    # one chunk with no request in one native call, and call these two for everything else.
+
+    def _arrow_c_device_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
         """(schema, device array) capsules; never copies unless the column has several chunks
         (then they are concatenated, on the CPU only for now) or a cheap cast is requested."""
-        chunks = self._chunks
-        if requested_schema is None and not kwargs and len(chunks) == 1:  # the hot path, in few steps
-            pair = chunks[0].export_pair(self._type._address, True)  # None: null counts to compute first
-            if pair is not None:
-                return pair
         check_kwargs(kwargs)
         col = self._as_requested(requested_schema)
         return array_capsules(col._type, col._one_array(), device=True)
 
-    def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+    def _arrow_c_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
         """(schema, array) capsules; device data is copied to host first (O6), several chunks
         are concatenated (the one copy of a CPU column)."""
         check_kwargs(kwargs)
@@ -506,6 +509,9 @@ def _node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: lay
         yield from _node_buffers(dtype.value_type, dictionary, f"{path}{sep}dictionary", chunk, read, device)
 
 
+_import_from = _capsules.import_from
+
+
 def column(obj: Any, schema: Any = None) -> ArrowColumn:
     """A column from any Arrow producer, zero-copy: same as :meth:`ArrowColumn.from_arrow`.
 
@@ -514,9 +520,9 @@ def column(obj: Any, schema: Any = None) -> ArrowColumn:
     [1, None, 3]
     """
     if schema is None:  # kept to few steps: an import is often per call (benchmarks/bench_exchange.py)
-        found = _capsules.import_from(obj, KNOWN_TYPES)  # as _from_arrow.import_from, one call less
-        if found is not None and found[0] is not None:
-            return ArrowColumn(*found)
+        found = _import_from(obj, KNOWN_TYPES, ArrowColumn)  # as _from_arrow.import_from, made a column
+        if found.__class__ is ArrowColumn:
+            return found
         if isinstance(obj, ArrowColumn):
             return obj
         return ArrowColumn(*read_arrow_after(obj, None, found))

@@ -26,9 +26,13 @@ static int format_layout(const char* f, Layout* out) {
   static const Layout kNull = {0, 1, 0}, kFixed = {2, 2, 0}, kBytes = {3, 3, 0}, kViews = {3, -1, 0},
                       kList = {2, 2, 1}, kListView = {3, 3, 1}, kFixedList = {1, 1, 1},
                       kStruct = {1, 1, -1}, kSparse = {1, 1, -1}, kDense = {2, 2, -1}, kRunEnd = {0, 0, 2};
-  if (strcmp(f, "n") == 0) *out = kNull; /* one NULL buffer tolerated: Polars exports null arrays so */
-  else if (strlen(f) == 1 && strchr("bcCsSiIlLefg", f[0])) *out = kFixed;
-  else if (strlen(f) == 1 && strchr("zZuU", f[0])) *out = kBytes;
+  if (f[0] != '\0' && f[1] == '\0') { /* one character: the commonest formats, decided at once */
+    if (f[0] == 'n') *out = kNull;    /* one NULL buffer tolerated: Polars exports null arrays so */
+    else if (strchr("bcCsSiIlLefg", f[0])) *out = kFixed;
+    else if (strchr("zZuU", f[0])) *out = kBytes;
+    else if (f[0] == 't') *out = kFixed; /* as the prefix rule below says */
+    else return -1;
+  }
   else if (strcmp(f, "vz") == 0 || strcmp(f, "vu") == 0) *out = kViews;
   else if (starts(f, "d:") || starts(f, "w:") || f[0] == 't') *out = kFixed;
   else if (strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0 || strcmp(f, "+m") == 0) *out = kList;
@@ -44,6 +48,7 @@ static int format_layout(const char* f, Layout* out) {
 
 /* Rows a child must have for its parent's rows [0, offset + length), or -1 for no such rule. */
 static int64_t child_rows_needed(const struct ArrowArray* a, const char* f) {
+  if (f[0] != '+') return -1; /* only nested formats have the rule */
   if (strcmp(f, "+s") == 0 || starts(f, "+us:")) return a->offset + a->length;
   if (starts(f, "+w:")) return (a->offset + a->length) * strtoll(f + 3, NULL, 10);
   return -1;

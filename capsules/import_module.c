@@ -89,42 +89,45 @@ static struct {
 } recent_types[kRecentTypes];
 static int recent_next;
 
-static PyObject* recent_type(const struct ArrowSchema* schema) {
-  for (int i = 0; i < kRecentTypes; i++) {
-    if (recent_types[i].dtype != NULL && schema_equal(recent_types[i].schema, schema)) return recent_types[i].dtype;
-  }
-  return NULL;
-}
-
-/* Remembers a DataType (its schema at dtype._address); a failure only means it is not remembered. */
-static void remember_type(PyObject* dtype) {
+/* Remembers a DataType (its schema at dtype._address) and returns that schema; a failure only
+ * means it is not remembered (NULL, no exception). */
+static const struct ArrowSchema* remember_type(PyObject* dtype) {
   PyObject* address = PyObject_GetAttrString(dtype, "_address");
   const struct ArrowSchema* schema = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
   Py_XDECREF(address);
   if (schema == NULL) {
     PyErr_Clear();
-    return;
+    return NULL;
   }
   int slot = recent_next;
   recent_next = (recent_next + 1) % kRecentTypes;
   Py_XSETREF(recent_types[slot].dtype, Py_NewRef(dtype));
   recent_types[slot].schema = schema;
+  return schema;
 }
 
 /* The DataType for the schema, borrowed: a recent one, else the one known_types (a dict:
- * schema_key -> DataType) holds; NULL (no exception) when neither knows it. */
-static PyObject* known_type(const struct ArrowSchema* schema, PyObject* known_types) {
+ * schema_key -> DataType) holds; NULL (no exception) when neither knows it. *own is set to the
+ * type's own schema (its _address) when known, else NULL. */
+static PyObject* known_type(const struct ArrowSchema* schema, PyObject* known_types,
+                            const struct ArrowSchema** own) {
+  *own = NULL;
   if (schema == NULL) return NULL;
-  PyObject* dtype = recent_type(schema);
-  if (dtype != NULL || !PyDict_CheckExact(known_types)) return dtype;
+  for (int i = 0; i < kRecentTypes; i++) {
+    if (recent_types[i].dtype != NULL && schema_equal(recent_types[i].schema, schema)) {
+      *own = recent_types[i].schema;
+      return recent_types[i].dtype;
+    }
+  }
+  if (!PyDict_CheckExact(known_types)) return NULL;
   SchemaKey key;
   PyObject* bytes = NULL;
   if (schema_key(schema, &key) == 0 && !key.failed) bytes = PyBytes_FromStringAndSize(key.data, (Py_ssize_t)key.len);
   schema_key_free(&key);
-  dtype = bytes != NULL ? PyDict_GetItemWithError(known_types, bytes) : NULL;
+  PyObject* dtype = bytes != NULL ? PyDict_GetItemWithError(known_types, bytes) : NULL;
   Py_XDECREF(bytes);
   PyErr_Clear(); /* a failed lookup is a miss: the caller parses the schema instead */
-  if (dtype != NULL) remember_type(dtype);
+  if (dtype != NULL) *own = remember_type(dtype);
   return dtype;
 }
 
@@ -134,9 +137,10 @@ static PyObject* known_type(const struct ArrowSchema* schema, PyObject* known_ty
  * references in *dtype and *held; 0 when no type is given or known (nothing touched: the caller
  * parses, and so validates, the schema first); -1 with an exception. */
 static int import_typed(PyObject* schema_capsule, PyObject* array_capsule, PyObject* known_types, PyObject* given,
-                        PyObject** dtype, PyObject** held) {
+                        PyObject** dtype, PyObject** held, const struct ArrowSchema** own) {
   const struct ArrowSchema* schema = schema_in(schema_capsule);
-  *dtype = given != Py_None ? given : known_type(schema, known_types);
+  *own = NULL;
+  *dtype = given != Py_None ? given : known_type(schema, known_types, own);
   if (*dtype == NULL) return 0;
   if (schema == NULL) {
     if (capsule_struct(schema_capsule, "arrow_schema") != NULL) {
@@ -160,7 +164,8 @@ PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
     return PyErr_Format(PyExc_TypeError, "import_pair expected 3 or 4 arguments, got %zd", nargs);
   }
   PyObject *dtype, *held;
-  int found = import_typed(args[0], args[1], args[2], nargs == 4 ? args[3] : Py_None, &dtype, &held);
+  const struct ArrowSchema* own;
+  int found = import_typed(args[0], args[1], args[2], nargs == 4 ? args[3] : Py_None, &dtype, &held, &own);
   if (found <= 0) return found == 0 ? Py_NewRef(Py_None) : NULL;
   PyObject* pair = PyTuple_Pack(2, dtype, held);
   Py_DECREF(dtype);
@@ -182,14 +187,25 @@ PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
   return out;
 }
 
-/* import_from(obj, known_types): read_arrow's fast path (arrowdev/_from_arrow.py), the same steps
- * for the commonest producer: an object (not a tuple or capsule) whose first protocol in arrowdev's
- * order is __arrow_c_device_array__, as PyArrow arrays and record batches are. Calls it with no
- * arguments, then imports the pair as import_pair does: (dtype, [held]) when known_types knows the
- * schema, else (None, what the method returned) for the caller to go on with. None when obj is not
- * such an object: nothing was called. */
+/* import_from(obj, known_types, column_type=None): read_arrow's fast path (arrowdev/_from_arrow.py),
+ * the same steps for the commonest producer: an object (not a tuple or capsule) whose first
+ * protocol in arrowdev's order is __arrow_c_device_array__, as PyArrow arrays and record batches
+ * are. Calls it with no arguments, then imports the pair as import_pair does: when known_types
+ * knows the schema, (dtype, [held]), or with column_type (ColumnCore or a subclass: ArrowColumn)
+ * a new column of that type over the one chunk (column.c, no Python runs); else (None, what the
+ * method returned) for the caller to go on with. None when obj is not such an object: nothing
+ * was called. */
 PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2) return PyErr_Format(PyExc_TypeError, "import_from expected 2 arguments, got %zd", nargs);
+  if (nargs != 2 && nargs != 3) {
+    return PyErr_Format(PyExc_TypeError, "import_from expected 2 or 3 arguments, got %zd", nargs);
+  }
+  PyTypeObject* column_type = NULL;
+  if (nargs == 3 && args[2] != Py_None) {
+    if (!PyType_Check(args[2]) || !PyType_IsSubtype((PyTypeObject*)args[2], &ColumnCoreType)) {
+      return PyErr_Format(PyExc_TypeError, "expected a ColumnCore type or None, got %.200s", Py_TYPE(args[2])->tp_name);
+    }
+    column_type = (PyTypeObject*)args[2];
+  }
   static PyObject *device_stream = NULL, *device_array = NULL;
   if (device_stream == NULL) {
     device_stream = PyUnicode_InternFromString("__arrow_c_device_stream__");
@@ -197,19 +213,28 @@ PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
     if (device_stream == NULL || device_array == NULL) return NULL;
   }
   PyObject* obj = args[0];
-  if (PyTuple_Check(obj) || PyCapsule_CheckExact(obj) || PyObject_HasAttr(obj, device_stream) ||
-      !PyObject_HasAttr(obj, device_array)) {
+  if (PyTuple_Check(obj) || PyCapsule_CheckExact(obj) || PyObject_HasAttr(obj, device_stream)) Py_RETURN_NONE;
+  PyObject* method = PyObject_GetAttr(obj, device_array); /* one lookup for "has it?" and the call */
+  if (method == NULL) {
+    PyErr_Clear(); /* as hasattr: no such method, and the caller's own steps say what obj is */
     Py_RETURN_NONE;
   }
-  PyObject* exported = PyObject_CallMethodNoArgs(obj, device_array);
+  PyObject* exported = PyObject_CallNoArgs(method);
+  Py_DECREF(method);
   if (exported == NULL) return NULL;
   PyObject *dtype, *held, *out = NULL;
+  const struct ArrowSchema* own = NULL;
   int found = 0;
   if (PyTuple_CheckExact(exported) && PyTuple_GET_SIZE(exported) == 2) {
-    found = import_typed(PyTuple_GET_ITEM(exported, 0), PyTuple_GET_ITEM(exported, 1), args[1], Py_None, &dtype, &held);
+    found = import_typed(PyTuple_GET_ITEM(exported, 0), PyTuple_GET_ITEM(exported, 1), args[1], Py_None, &dtype, &held,
+                         &own);
   }
   if (found == 0) {
     out = PyTuple_Pack(2, Py_None, exported);
+  } else if (found == 1 && column_type != NULL) {
+    out = column_from(column_type, dtype, own, held);
+    Py_DECREF(dtype);
+    Py_DECREF(held);
   } else if (found == 1) { /* (dtype, [held]), stealing both references */
     PyObject* chunks = PyList_New(1);
     out = chunks != NULL ? PyTuple_New(2) : NULL;

@@ -3,6 +3,7 @@
  * CDeviceArray   one container (container.c) seen from Python: its top node's fields, slices,
  *                children and exports as PyCapsules.
  * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream (stream_module.c).
+ * ColumnCore     the native base of arrowdev.ArrowColumn: its state and its hot exports (column.c).
  * functions      build, copy_schema, export_schema, capsule_name, ownership_stats; the import
  *                ones (import_array, import_device_array, import_pair, import_from, schema_key)
  *                are in import_module.c, the stream ones (import_stream, export_stream) in
@@ -286,9 +287,32 @@ static PyObject* schema_capsule_at(PyObject* address) {
   return schema_capsule_copy(src);
 }
 
-/* export_pair(schema_address, device, null_count=-1): the (schema, array) capsule pair of the
- * array protocols in one call, the hot path of every export; None when a node's null count is -1
- * and not computed yet (the caller computes them, set_null_counts, and asks again; C6). */
+/* The (schema, array) capsule pair of the array protocols for a held array: a copy of the schema
+ * and an export of the top node with this null count (-1: its own); None when a node's null count
+ * is -1 and not computed yet (the caller computes them, set_null_counts, and asks again; C6). */
+PyObject* export_pair_of(CDeviceArrayObject* self, const struct ArrowSchema* schema, int device,
+                         long long null_count) {
+  if (container_needs_null_counts(self->container)) Py_RETURN_NONE;
+  PyObject* schema_capsule = schema_capsule_copy(schema);
+  if (schema_capsule == NULL) return NULL;
+  PyObject* array = export_capsule(self, null_count, device);
+  if (array == NULL) {
+    Py_DECREF(schema_capsule);
+    return NULL;
+  }
+  PyObject* pair = PyTuple_New(2);
+  if (pair == NULL) {
+    Py_DECREF(schema_capsule);
+    Py_DECREF(array);
+    return NULL;
+  }
+  PyTuple_SET_ITEM(pair, 0, schema_capsule);
+  PyTuple_SET_ITEM(pair, 1, array);
+  return pair;
+}
+
+/* export_pair(schema_address, device, null_count=-1): export_pair_of in one call, the hot path of
+ * every export from Python. */
 static PyObject* CDeviceArray_export_pair(CDeviceArrayObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 2 || nargs > 3) {
     return PyErr_Format(PyExc_TypeError, "export_pair expected 2 or 3 arguments, got %zd", nargs);
@@ -296,18 +320,11 @@ static PyObject* CDeviceArray_export_pair(CDeviceArrayObject* self, PyObject* co
   int device = PyObject_IsTrue(args[1]);
   long long null_count = nargs == 3 ? PyLong_AsLongLong(args[2]) : -1;
   if (device < 0 || (null_count == -1 && PyErr_Occurred())) return NULL;
-  if (container_needs_null_counts(self->container)) Py_RETURN_NONE;
-  PyObject* schema = schema_capsule_at(args[0]);
-  if (schema == NULL) return NULL;
-  PyObject* array = export_capsule(self, null_count, device);
-  if (array == NULL) {
-    Py_DECREF(schema);
-    return NULL;
+  const struct ArrowSchema* schema = PyLong_AsVoidPtr(args[0]);
+  if (schema == NULL) {
+    return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "expected a schema address, got 0");
   }
-  PyObject* pair = PyTuple_Pack(2, schema, array);
-  Py_DECREF(schema);
-  Py_DECREF(array);
-  return pair;
+  return export_pair_of(self, schema, device, null_count);
 }
 
 static PyObject* CDeviceArray_needs_null_counts(CDeviceArrayObject* self, void* unused) {
@@ -519,8 +536,9 @@ static PyMethodDef module_methods[] = {
      "import_pair(schema, array, known_types, dtype=None): (dtype, held array) for a capsule pair, "
      "checked against the schema, then moved; None when no dtype is given or known for the schema"},
     {"import_from", (PyCFunction)(void (*)(void))import_from, METH_FASTCALL,
-     "import_from(obj, known_types): read_arrow's fast path for an object whose first protocol is "
-     "__arrow_c_device_array__: (dtype, held), (None, exported pair) or None"},
+     "import_from(obj, known_types, column_type=None): read_arrow's fast path for an object whose first protocol is "
+     "__arrow_c_device_array__: (dtype, [held]) or, given column_type, a column; (None, exported "
+     "pair) or None"},
     {"schema_key", schema_key_of, METH_O, "a bytes key of an arrow_schema capsule's content, or None"},
     {"export_schema", export_schema, METH_O, "export_schema(address): a deep copy of the schema at an address"},
     {"import_stream", import_stream, METH_O, "take an arrow_array_stream / arrow_device_array_stream capsule"},
@@ -539,7 +557,9 @@ static struct PyModuleDef capsules_module = {PyModuleDef_HEAD_INIT, "arrowdev._c
                                              module_methods};
 
 PyMODINIT_FUNC PyInit__capsules(void) {
-  if (PyType_Ready(&CDeviceArrayType) < 0 || PyType_Ready(&CArrayStreamType) < 0) return NULL;
+  if (PyType_Ready(&CDeviceArrayType) < 0 || PyType_Ready(&CArrayStreamType) < 0 || PyType_Ready(&ColumnCoreType) < 0) {
+    return NULL;
+  }
   PyObject* errors = PyImport_ImportModule("arrowdev.errors");
   if (errors == NULL) return NULL;
   InvalidArrowError = PyObject_GetAttrString(errors, "InvalidArrowError");
@@ -549,8 +569,10 @@ PyMODINIT_FUNC PyInit__capsules(void) {
   if (m == NULL) return NULL;
   Py_INCREF(&CDeviceArrayType);
   Py_INCREF(&CArrayStreamType);
+  Py_INCREF(&ColumnCoreType);
   if (PyModule_AddObject(m, "CDeviceArray", (PyObject*)&CDeviceArrayType) < 0 ||
-      PyModule_AddObject(m, "CArrayStream", (PyObject*)&CArrayStreamType) < 0) {
+      PyModule_AddObject(m, "CArrayStream", (PyObject*)&CArrayStreamType) < 0 ||
+      PyModule_AddObject(m, "ColumnCore", (PyObject*)&ColumnCoreType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -11,9 +11,28 @@ typedef struct {
   PyObject_HEAD Container* container;
 } CDeviceArrayObject;
 
+/* arrowdev.ArrowColumn's native half (column.c). */
+typedef struct {
+  PyObject_HEAD PyObject* type;       /* a DataType (_type) */
+  PyObject* chunks;                   /* a list of CDeviceArray (_chunks) */
+  PyObject* nulls;                    /* a list of per-chunk null counts, or NULL (_nulls) */
+  const struct ArrowSchema* schema;   /* type._address, or NULL: valid while type is held */
+  PyObject* weakrefs;
+} ColumnObject;
+
 extern PyObject* InvalidArrowError; /* arrowdev.errors.InvalidArrowError */
 extern PyTypeObject CDeviceArrayType;
 extern PyTypeObject CArrayStreamType;
+extern PyTypeObject ColumnCoreType;
+
+/* A new column of `type` (ColumnCore or a subclass) of one chunk, held (a CDeviceArray), of type
+ * dtype, whose ArrowSchema is schema (kept alive by dtype); no Python __init__ runs (column.c). */
+PyObject* column_from(PyTypeObject* type, PyObject* dtype, const struct ArrowSchema* schema, PyObject* held);
+
+/* The (schema, array) capsule pair exporting a held array with this top null count (-1: its own),
+ * the schema a copy of *schema; None when its null counts are to be computed first (module.c). */
+PyObject* export_pair_of(CDeviceArrayObject* self, const struct ArrowSchema* schema, int device,
+                         long long null_count);
 
 /* Capsule destructors: release the struct if never consumed, then free it. */
 void schema_capsule_free(PyObject* capsule);

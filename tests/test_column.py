@@ -491,3 +491,48 @@ def test_requested_schema_equal_to_native_is_zero_copy():
     source = pa.array(TEXT)
     got = pa.Array._import_from_c_capsule(*ad.column(source).__arrow_c_array__(pa.string().__arrow_c_schema__()))
     assert _addresses(got) == _addresses(source)
+
+
+# ---- ArrowColumn's native base (capsules/column.c) -----------------------------------------------
+
+
+def test_the_native_import_makes_a_column_that_behaves_as_any(balanced):
+    import gc
+    import weakref
+
+    col = ad.column(INTS)  # PyArrow's __arrow_c_device_array__, a known type: made natively
+    col = ad.column(INTS)
+    assert type(col) is ad.ArrowColumn and col._nulls is None and isinstance(col._chunks, list)
+    assert col.null_count == INTS.null_count and col.to_pylist() == INTS.to_pylist()
+    ref = weakref.ref(col)
+    del col
+    gc.collect()
+    assert ref() is None
+
+
+def test_native_exports_fall_back_to_python_for_requests_and_several_chunks(balanced):
+    col = ad.column(pa.array(["a", None, "bc"]))
+    got = pa.array(col, type=pa.large_string())  # a requested schema: the Python path casts
+    assert got.type == pa.large_string() and got.to_pylist() == ["a", None, "bc"]
+    two = ad.column(pa.chunked_array([["a"], [None, "bc"]]))
+    assert pa.Array._import_from_c_capsule(*two.__arrow_c_array__()).to_pylist() == ["a", None, "bc"]
+    assert pa.Array._import_from_c_device_capsule(*two.__arrow_c_device_array__(None)).to_pylist() == ["a", None, "bc"]
+    with pytest.raises(TypeError):
+        col.__arrow_c_device_array__(None, None)  # too many arguments: Python's own error
+
+
+def test_setting_the_type_sets_what_native_exports_carry(balanced):
+    col = ad.column(INTS)
+    renamed = col.rename("x")
+    schema, array = renamed.__arrow_c_array__()
+    assert pa.Field._import_from_c_capsule(schema).name == "x"
+    assert ad.column(INTS).__arrow_c_schema__() is not None
+    with pytest.raises(AttributeError):
+        del col._type
+
+
+def test_native_exports_of_unknown_null_counts_count_them_first(balanced):
+    held = ad.column(INTS)._chunks[0]
+    sliced = ad.ArrowColumn(ad.column(INTS).type, [held.slice(1, 3, -1)])  # null_count -1
+    out = pa.Array._import_from_c_capsule(*sliced.__arrow_c_array__())
+    assert out.null_count == INTS.slice(1, 3).null_count and out.to_pylist() == INTS.slice(1, 3).to_pylist()
