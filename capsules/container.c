@@ -32,14 +32,10 @@
 
 OwnershipStats g_stats;
 
-/* The nodes of one export (or one arrowdev-made node) share one allocation, a NodeBlock: its
- * header, then per node a NodePrivate followed by the node's child structs, dictionary struct,
- * child pointers and buffer pointers. The block counts its unreleased nodes; whichever node is
- * released last, in whatever order (C2, C5), frees it. */
-typedef struct NodeBlock {
-  atomic_llong live_nodes;
-  int64_t padding; /* keeps what follows 16-byte aligned, as malloc's own blocks are */
-} NodeBlock;
+/* The nodes of one export (or one arrowdev-made node) share one allocation, a NodeBlock
+ * (container.h): its header, then per node a NodePrivate followed by the node's child structs,
+ * dictionary struct, child pointers and buffer pointers. Whichever node is released last, in
+ * whatever order (C2, C5), frees it. */
 
 /* The private data of every node arrowdev hands out: exported nodes (container != NULL) and
  * arrowdev-made producer nodes (keepalive, children exported from other containers). */
@@ -162,10 +158,7 @@ static void release_node(struct ArrowArray* array) {
   NodeBlock* block = p->block;
   array->release = NULL; /* before the block may go: array itself may live in it */
   array->private_data = NULL;
-  if (atomic_fetch_sub_explicit(&block->live_nodes, 1, memory_order_acq_rel) == 1) {
-    free(block);
-    atomic_fetch_sub(&g_stats.node_blocks, 1);
-  }
+  node_block_release_node(block, &g_stats.node_blocks);
 }
 
 static const int64_t kMaxCount = (int64_t)1 << 24; /* children or buffers per node: keeps sizes exact */
@@ -193,15 +186,21 @@ static size_t tree_bytes(const struct ArrowArray* src, int64_t* nodes) {
   return total;
 }
 
-/* A zeroed block for `nodes` nodes taking `bytes`; *cursor is where the first node goes. */
-static NodeBlock* new_block(size_t bytes, int64_t nodes, char** cursor) {
+NodeBlock* node_block_new(size_t bytes, int64_t nodes, atomic_llong* live_blocks, char** cursor) {
   if (bytes == 0) return NULL;
   NodeBlock* block = calloc(1, sizeof(NodeBlock) + bytes);
   if (block == NULL) return NULL;
   atomic_init(&block->live_nodes, nodes);
-  atomic_fetch_add(&g_stats.node_blocks, 1);
+  atomic_fetch_add(live_blocks, 1);
   *cursor = (char*)(block + 1);
   return block;
+}
+
+void node_block_release_node(NodeBlock* block, atomic_llong* live_blocks) {
+  if (atomic_fetch_sub_explicit(&block->live_nodes, 1, memory_order_acq_rel) == 1) {
+    free(block);
+    atomic_fetch_sub(live_blocks, 1);
+  }
 }
 
 /* Fills *dst with a node whose NodePrivate and pointer arrays are carved from the block at
@@ -256,7 +255,7 @@ static int export_tree(Container* c, const struct ArrowArray* src, int64_t index
   int64_t nodes = 0;
   size_t bytes = tree_bytes(src, &nodes); /* first: it counts the nodes */
   char* cursor;
-  NodeBlock* block = new_block(bytes, nodes, &cursor);
+  NodeBlock* block = node_block_new(bytes, nodes, &g_stats.node_blocks, &cursor);
   if (block == NULL) return ENOMEM;
   export_node(c, src, block, &cursor, dst, &index);
   return 0;
@@ -298,7 +297,7 @@ int build_array(int64_t length, int64_t null_count, int64_t offset, int64_t n_bu
                 const void** buffers, int64_t n_children, Container** children,
                 Container* dictionary, void* keepalive, struct ArrowArray* out) {
   char* cursor;
-  NodeBlock* block = new_block(node_bytes(n_buffers, n_children, dictionary != NULL), 1, &cursor);
+  NodeBlock* block = node_block_new(node_bytes(n_buffers, n_children, dictionary != NULL), 1, &g_stats.node_blocks, &cursor);
   if (block == NULL) return ENOMEM;
   NodePrivate* p = start_node(length, null_count, offset, n_buffers, buffers, n_children,
                               dictionary != NULL, block, &cursor, out);

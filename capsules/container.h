@@ -28,6 +28,20 @@ typedef struct OwnershipStats {
 
 extern OwnershipStats g_stats;
 
+/* One allocation shared by the nodes of one export or one schema copy: this header, then the nodes.
+ * It counts its unreleased nodes; whichever is released last, in whatever order, frees it. */
+typedef struct NodeBlock {
+  atomic_llong live_nodes;
+  int64_t padding; /* keeps what follows 16-byte aligned, as malloc's own blocks are */
+} NodeBlock;
+
+/* A zeroed block of `bytes` after the header for `nodes` nodes, counted in *live_blocks (a
+ * g_stats counter); *cursor is where the first node goes. NULL when bytes is 0 or out of memory. */
+NodeBlock* node_block_new(size_t bytes, int64_t nodes, atomic_llong* live_blocks, char** cursor);
+
+/* One node of the block is released: frees the block after its last node. */
+void node_block_release_node(NodeBlock* block, atomic_llong* live_blocks);
+
 /* Checks that a producer's tree is well formed enough to hold (non-NULL pointers where the
  * counts need them, non-negative counts, set release callbacks). Returns 0, or -1 with a message
  * naming the node path in err. */

@@ -17,21 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "container.h" /* g_stats */
+#include "container.h" /* g_stats, NodeBlock */
 #include "schema.h"
 
 static const int kMaxDepth = 256; /* as for arrays (container.c): deeper trees are refused */
 
-/* A copy takes one allocation, a SchemaBlock: its header, then per node a SchemaNode followed by
- * the node's child structs, dictionary struct, child pointers and strings. The block counts its
- * unreleased nodes; whichever node is released last frees it (S1). */
-typedef struct SchemaBlock {
-  atomic_llong live_nodes;
-  int64_t padding; /* keeps what follows 16-byte aligned */
-} SchemaBlock;
+/* A copy takes one allocation, a NodeBlock (container.h): its header, then per node a SchemaNode
+ * followed by the node's child structs, dictionary struct, child pointers and strings. Whichever
+ * node is released last frees it (S1). */
 
 typedef struct SchemaNode {
-  SchemaBlock* block;
+  NodeBlock* block;
   int64_t n_children;
   struct ArrowSchema** children;  /* into the block */
   struct ArrowSchema* dictionary; /* into the block, or NULL */
@@ -43,13 +39,10 @@ static void release_schema_copy(struct ArrowSchema* schema) {
     if (node->children[i]->release != NULL) node->children[i]->release(node->children[i]);
   }
   if (node->dictionary != NULL && node->dictionary->release != NULL) node->dictionary->release(node->dictionary);
-  SchemaBlock* block = node->block;
+  NodeBlock* block = node->block;
   schema->release = NULL; /* before the block may go: schema itself may live in it */
   schema->private_data = NULL;
-  if (atomic_fetch_sub_explicit(&block->live_nodes, 1, memory_order_acq_rel) == 1) {
-    free(block);
-    atomic_fetch_sub(&g_stats.schema_blocks, 1);
-  }
+  node_block_release_node(block, &g_stats.schema_blocks);
 }
 
 /* The metadata encoding: int32 pair count, then per pair int32 length + key bytes, int32 length +
@@ -93,7 +86,7 @@ static char* put_bytes(char** cursor, const char* src, size_t n) {
 }
 
 /* Copies node src (and its subtree) into dst, carving from the block at *cursor. */
-static void copy_node(const struct ArrowSchema* src, SchemaBlock* block, char** cursor, struct ArrowSchema* dst) {
+static void copy_node(const struct ArrowSchema* src, NodeBlock* block, char** cursor, struct ArrowSchema* dst) {
   int64_t n = src->n_children;
   SchemaNode* node = (SchemaNode*)*cursor;
   char* end = *cursor + node_bytes(src);
@@ -125,11 +118,9 @@ int schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* dst) {
   memset(dst, 0, sizeof *dst);
   int64_t nodes = 0;
   size_t bytes = tree_bytes(src, &nodes);
-  SchemaBlock* block = calloc(1, sizeof(SchemaBlock) + bytes);
+  char* cursor = NULL;
+  NodeBlock* block = node_block_new(bytes, nodes, &g_stats.schema_blocks, &cursor);
   if (block == NULL) return ENOMEM;
-  atomic_init(&block->live_nodes, nodes);
-  atomic_fetch_add(&g_stats.schema_blocks, 1);
-  char* cursor = (char*)(block + 1);
   copy_node(src, block, &cursor, dst);
   return 0;
 }
