@@ -1,5 +1,5 @@
 """Sample arrays of every Arrow type (with nulls) and the layouts tests run them in: shared by
-the CPU round-trip tests and the GPU copy tests."""
+the CPU round-trip tests and the GPU copy tests. Also the device parameters the UDF tests share."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
+import pytest
+
+import arrowdev as ad
 
 N = 20
 
@@ -80,3 +83,14 @@ def source_of(name: str, layout: str) -> pa.Array | pa.ChunkedArray:
         # after its own C import, arrowdev or not)
         return pa.chunked_array([arr.slice(0, 7), arr.slice(0, 0), arr.slice(7)])
     return {"whole": arr, "slice(3)": arr.slice(3), "slice(3,11)": arr.slice(3, 11)}[layout]
+
+
+# UDF tests run every case on the CPU and, marked `gpu`, on a GPU copy of the same column
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+STRING_TYPES = [pa.string(), pa.large_string(), pa.string_view()]
+
+
+def on(device: str, data) -> ad.ArrowColumn:
+    """``data`` as an arrowdev column on ``device`` ('cpu' or 'cuda')."""
+    col = ad.column(data)
+    return col.to_device() if device == "cuda" else col

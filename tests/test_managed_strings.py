@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev.udf import kernels
 from arrowdev.udf.strings import results
+from samples import DEVICES, STRING_TYPES, on
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
-STRING_TYPES = [pa.string(), pa.large_string(), pa.string_view()]
 OUTPUT_TYPES = ["string", "large_string", "string_view"]
 
 # cuDF's public string-UDF test data (python/cudf/cudf/tests/test_udf_masked_ops.py / strings_udf tests)
@@ -77,11 +76,6 @@ UDFS = {
     "branch_view_or_new": lambda s: s if len(s) > 3 else s.lower(),
     "literal_result": lambda s: "long literal text" if len(s) > 3 else "x",
 }
-
-
-def on(device: str, arr) -> ad.ArrowColumn:
-    col = ad.column(arr)
-    return col.to_device() if device == "cuda" else col
 
 
 def python(f, value):

@@ -10,9 +10,8 @@ from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev.udf import kernels
+from samples import DEVICES, STRING_TYPES, on
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
-STRING_TYPES = [pa.string(), pa.large_string(), pa.string_view()]
 
 # ASCII, Latin, CJK and emoji text, empty strings, inline (<= 12 bytes) and out-of-line views, nulls
 WORDS = ["", "a", "ab", "abc", "abab", "xaby", "café", "naïve façade", "日本語のテキスト", "emoji 🎉🎉 ok",
@@ -42,11 +41,6 @@ UDFS.update({name: eval(f"lambda s: s.{name}()") for name in PREDICATES})  # noq
 # characters whose properties are stable across Unicode versions: the tables record the generator's version
 TRICKY = ["abc", "ABC", "Abc Def", "Abc def", "123", "١٢٣", "½", "²", " \t\n", "ǅungla", "Ǆ", "ǆ", "ΑΒΓ", "ßtraße",
           "A1B", "x²", "Hello World!", "hELLO", "日本", "٣x", "Ⅻ", "ⅻ", "\u2003", "İstanbul", "ﬁ", "Σίσυφος"]
-
-
-def on(device: str, arr) -> ad.ArrowColumn:
-    col = ad.column(arr)
-    return col.to_device() if device == "cuda" else col
 
 
 def reference(f, values):

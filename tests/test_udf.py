@@ -15,13 +15,7 @@ from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev.udf import kernels
-
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-def on(device: str, data) -> ad.ArrowColumn:
-    col = ad.column(data)
-    return col.to_device() if device == "cuda" else col
+from samples import DEVICES, on
 
 
 def reference(f, *columns, null_aware=False):
