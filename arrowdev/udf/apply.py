@@ -30,6 +30,8 @@ from .types import element_dtype, input_kind, output_types
 _THREADS = 256
 _STAND_INS: dict[tuple, Any] = {}
 _SPECIALIZED: dict[Any, Any] = {}  # compiled kernel -> numba dispatcher specialised to its one signature
+_DIRECT: dict[Any, Any] = {}  # specialised dispatcher -> (cuda.core kernel, numba argument types)
+_CORE_STREAMS: dict[int, Any] = {}  # stream handle -> cuda.core Stream over it (not owning)
 
 
 class _Input:
@@ -155,7 +157,10 @@ class _Memory:
             specialized = _SPECIALIZED.get(kernel)
             if specialized is None:
                 specialized = _SPECIALIZED[kernel] = _specialize(kernel, n, args)
-            specialized[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
+                specialized[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
+                return
+            _launch_direct(specialized, blocks, self.stream.ptr, [n, *args])
+
 
     def pack_bits(self, flags: Any, count: int, count_ones: bool) -> tuple[int, Any, int]:
         """(address, keep-alive, set bits) of the bitmap packing ``flags`` (one byte per row, any non-zero
@@ -178,6 +183,43 @@ class _Memory:
             with self.cp.cuda.Device(self.device.id), self.stream:
                 return self.cp.unpackbits(self.cp.asarray(bits), bitorder="little")[start:start + count]
         return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
+
+
+def _launch_direct(specialized: Any, blocks: int, stream_ptr: int, args: list[Any]) -> None:
+    """Launches a specialised kernel through cuda.core with the arguments laid out as numba lays them out
+    (an array: meminfo, parent, size, itemsize, data, shape, strides; an integer: its C type), skipping
+    numba's per-launch argument preparation, which cost about as much as the kernel at 10^8 rows. Only
+    1-D contiguous arrays and integers occur in arrowdev's kernels; anything else goes through numba."""
+    import ctypes
+
+    from cuda.core import LaunchConfig, Stream, launch
+    from numba.core import types
+
+    entry = _DIRECT.get(specialized)
+    if entry is None:
+        compiled = next(iter(specialized.overloads.values()))
+        entry = _DIRECT[specialized] = (compiled._codelibrary.get_cufunc().kernel, compiled.argument_types)
+    kernel, argument_types = entry
+    packed: list[Any] = []
+    for ty, value in zip(argument_types, args):
+        if isinstance(ty, types.Array) and ty.ndim == 1 and len(value.shape) == 1:
+            item = value.dtype.itemsize
+            if value.strides[0] != item:
+                break
+            packed += [0, 0, value.size, item, value.device_ctypes_pointer.value or 0, value.size, item]
+        elif isinstance(ty, types.Integer):
+            packed.append(getattr(ctypes, f"c_{ty}")(value))
+        else:
+            break
+    else:
+        stream = _CORE_STREAMS.get(stream_ptr)
+        if stream is None:
+            stream = _CORE_STREAMS[stream_ptr] = Stream.from_handle(stream_ptr)
+        launch(stream, LaunchConfig(grid=blocks, block=_THREADS), kernel, *packed)
+        return
+    from numba import cuda
+
+    specialized[blocks, _THREADS, cuda.external_stream(stream_ptr)](*args)
 
 
 def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: bool, out_type: DataType | None,
