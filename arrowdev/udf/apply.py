@@ -30,7 +30,7 @@ from .types import element_dtype, input_kind, output_types
 _THREADS = 256
 _STAND_INS: dict[tuple, Any] = {}
 _SPECIALIZED: dict[Any, Any] = {}  # compiled kernel -> numba dispatcher specialised to its one signature
-_DIRECT: dict[Any, Any] = {}  # specialised dispatcher -> (cuda.core kernel, numba argument types)
+_DIRECT: dict[Any, Any] = {}  # (specialised dispatcher, device id) -> (cuda.core kernel, numba argument types)
 _CORE_STREAMS: dict[int, Any] = {}  # stream handle -> cuda.core Stream over it (not owning)
 
 
@@ -159,8 +159,7 @@ class _Memory:
                 specialized = _SPECIALIZED[kernel] = _specialize(kernel, n, args)
                 specialized[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
                 return
-            _launch_direct(specialized, blocks, self.stream.ptr, [n, *args])
-
+            _launch_direct(specialized, self.device.id, blocks, self.stream.ptr, [n, *args])
 
     def pack_bits(self, flags: Any, count: int, count_ones: bool) -> tuple[int, Any, int]:
         """(address, keep-alive, set bits) of the bitmap packing ``flags`` (one byte per row, any non-zero
@@ -185,7 +184,7 @@ class _Memory:
         return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
 
 
-def _launch_direct(specialized: Any, blocks: int, stream_ptr: int, args: list[Any]) -> None:
+def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: int, args: list[Any]) -> None:
     """Launches a specialised kernel through cuda.core with the arguments laid out as numba lays them out
     (an array: meminfo, parent, size, itemsize, data, shape, strides; an integer: its C type), skipping
     numba's per-launch argument preparation, which cost about as much as the kernel at 10^8 rows. Only
@@ -195,10 +194,12 @@ def _launch_direct(specialized: Any, blocks: int, stream_ptr: int, args: list[An
     from cuda.core import LaunchConfig, Stream, launch
     from numba.core import types
 
-    entry = _DIRECT.get(specialized)
-    if entry is None:
+    entry = _DIRECT.get((specialized, device_id))
+    if entry is None:  # the module is loaded per device: look its function up inside that device's context
         compiled = next(iter(specialized.overloads.values()))
-        entry = _DIRECT[specialized] = (compiled._codelibrary.get_cufunc().kernel, compiled.argument_types)
+        compiled.bind()  # what numba does before a first launch in a context (module globals, NRT memsys)
+        entry = (compiled._codelibrary.get_cufunc().kernel, compiled.argument_types)
+        _DIRECT[(specialized, device_id)] = entry
     kernel, argument_types = entry
     packed: list[Any] = []
     for ty, value in zip(argument_types, args):
@@ -214,6 +215,8 @@ def _launch_direct(specialized: Any, blocks: int, stream_ptr: int, args: list[An
     else:
         stream = _CORE_STREAMS.get(stream_ptr)
         if stream is None:
+            if len(_CORE_STREAMS) > 64:  # user streams come and go: keep the cache small
+                _CORE_STREAMS.clear()
             stream = _CORE_STREAMS[stream_ptr] = Stream.from_handle(stream_ptr)
         launch(stream, LaunchConfig(grid=blocks, block=_THREADS), kernel, *packed)
         return
