@@ -255,6 +255,52 @@ def test_cuda_typing_and_lowering_without_a_gpu(f, inputs, mode):
     assert "def kernel(" in kernels.kernel_source(kernels.KernelSpec(inputs, mode, "<f8", "cuda"))
 
 
+BALLOT_UDFS = [  # bool results written as bits by warp ballots: whole kernels, not just the UDF
+    (lambda x: x in [1027, 1000, 59, 980], (("<i8", False),), "ld.global.cs.b64"),
+    (lambda x: x > 0.5, (("<f4", True),), "ld.global.cs.b32"),
+    (lambda a, b: a and not b, (("bits", True), ("bits", False)), None),
+    (lambda s: s.startswith("ab"), (("utf8_32", True),), None),
+    (lambda s: len(s) > 3, (("utf8_view", False),), None),
+]
+
+
+def _kernel_arg_types(spec):
+    """numba types of a kernel's arguments as apply.py passes them (see kernels.kernel_source)."""
+    from numba.core import types
+    from numba.np.numpy_support import from_dtype
+
+    array = lambda dtype: types.Array(dtype, 1, "C")  # noqa: E731
+    data = {"bits": types.uint8, "utf8_32": types.int32, "utf8_64": types.int64, "utf8_view": types.int32}
+    args = [types.int64, types.int64, array(types.uint32), array(types.uint8), types.int64]
+    for dtype, _ in spec.inputs:
+        element = data.get(dtype) or from_dtype(np.dtype(dtype))
+        extra = array(types.int64) if dtype == "utf8_view" else types.int64
+        args += [array(element), array(types.uint8), types.int64, extra]
+    return tuple(args)
+
+
+@pytest.mark.parametrize("f,inputs,streamed", BALLOT_UDFS)
+def test_ballot_kernels_compile_for_cuda_without_a_gpu(f, inputs, streamed, monkeypatch):
+    import types
+
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    # a device function called from a kernel compiles for the current device: name CI's instead
+    ci_device = types.SimpleNamespace(compute_capability=kernels.CI_COMPUTE_CAPABILITY)
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: ci_device)
+    mode = "propagate" if any(valid for _, valid in inputs) else "none"
+    spec = kernels.KernelSpec(inputs, mode, "ballot", "cuda")
+    kernel = kernels.compile_kernel(f, spec)
+    ptx, _ = cuda.compile_ptx(kernel.py_func, _kernel_arg_types(spec), cc=kernels.CI_COMPUTE_CAPABILITY)
+    assert ptx.count("vote.sync.ballot") == kernels.BALLOT_ROWS  # one vote per word a warp covers
+    if streamed:  # plain numbers are read with streaming loads, all rows' loads before the first vote
+        body = ptx.split("vote.sync.ballot", 1)[0]
+        assert body.count(streamed) == kernels.BALLOT_ROWS
+    else:
+        assert "ld.global.cs" not in ptx
+
+
 def test_cuda_target_refuses_raise_and_reports_typing_errors():
     def raising(x):
         if x > 1:

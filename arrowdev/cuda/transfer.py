@@ -12,16 +12,14 @@ that the rows in range use:
 
 Execution puts every copy of one call on one stream after waiting on the sources' sync events
 (O4), records one event after them (the results' ``sync_event``), and keeps sources and staging
-memory alive until that event fires. Host-to-device copies are staged through pinned memory:
-several threads fill the staging buffer in 8 MiB pieces while earlier pieces are already on their
-way to the device. Device-to-host copies land in pinned memory directly (the result's device is
-``cuda_host``: the CPU reads it in place once the event has fired).
+memory alive until that event fires. Host-to-device copies of pageable memory are staged through
+a small ring of pinned buffers that several threads fill while earlier pieces are already on their
+way to the device (staging.py). Device-to-host copies land in pinned memory directly (the result's
+device is ``cuda_host``: the CPU reads it in place once the event has fired).
 """
 
 from __future__ import annotations
 
-import ctypes
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -29,9 +27,8 @@ import numpy as np
 
 from .. import _capsules, layout
 from ..types import DataType, Device
-from . import memory, runtime
+from . import memory, runtime, staging
 
-_PIECE = 8 << 20
 _TRIM_BITS = frozenset({"string", "binary", "large_string", "large_binary", "list", "large_list", "map",
                         "struct", "fixed_size_list"})
 _WHOLE = frozenset({"na", "run_end_encoded", "dense_union", "list_view", "large_list_view", "string_view",
@@ -39,7 +36,6 @@ _WHOLE = frozenset({"na", "run_end_encoded", "dense_union", "list_view", "large_
 _OFFSET_WIDTH = {"string": 4, "binary": 4, "list": 4, "map": 4,
                  "large_string": 8, "large_binary": 8, "large_list": 8}
 _DEVICE_MEMORY = frozenset({"cuda", "cuda_managed"})
-_workers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="arrowdev-staging")
 
 
 @dataclass
@@ -156,21 +152,21 @@ class Transfer:
         if self.on_host:
             runtime.synchronize_events(source_events)
             for c in self.copies:
-                _stage(c.dst, c.src, c.nbytes, c.rebase)
+                staging.stage(c.dst, c.src, c.nbytes, c.rebase)
             return None
         cp = runtime.cupy()
         runtime.wait_on_events(self.stream, source_events)
         from_device = self.source.type in _DEVICE_MEMORY
-        staging = None
+        pinned = None
         with cp.cuda.Device(self.gpu):
             if not from_device:
-                staging = self._host_to_device(pinned_source=self.source.type != "cpu")
+                pinned = self._host_to_device(pinned_source=self.source.type != "cpu")
             elif self.target.type != "cuda":
                 self._device_to_host()
             else:
                 self._device_to_device()
         done = runtime.SyncEvent(self.stream, self.gpu)
-        memory.keep_until(done.event, staging, keep_sources)
+        memory.keep_until(done.event, pinned, keep_sources)
         return done
 
     def _memcpy(self, dst: int, src: int, nbytes: int, direction: int) -> None:
@@ -182,20 +178,8 @@ class Transfer:
             for c in self.copies:
                 self._memcpy(c.dst, c.src, c.nbytes, runtime_api.memcpyHostToDevice)
             return None
-        total = sum(c.nbytes for c in self.copies)
-        staging = memory.PinnedBuffer(total)
-        pieces, position = [], 0
-        for c in self.copies:
-            for first in range(0, c.nbytes, _PIECE):
-                size = min(_PIECE, c.nbytes - first)
-                rebase = c.rebase if c.rebase else None
-                pieces.append((c.dst + first, staging.ptr + position, c.src + first, size, rebase))
-                position += size
-        futures = [_workers.submit(_stage, staged, src, size, rebase) for _, staged, src, size, rebase in pieces]
-        for (dst, staged, _, size, _), future in zip(pieces, futures):
-            future.result()
-            self._memcpy(dst, staged, size, runtime_api.memcpyHostToDevice)
-        return staging
+        pieces = [piece for c in self.copies for piece in staging.split(c.dst, c.src, c.nbytes, c.rebase)]
+        return staging.host_to_device(pieces, self.gpu, self.stream)
 
     def _device_to_host(self) -> None:
         runtime_api = runtime.cupy().cuda.runtime
@@ -205,7 +189,7 @@ class Transfer:
             self.stream.synchronize()  # the rebase reads what the copies wrote
             for c in self.copies:
                 if c.rebase:
-                    _subtract(_host_view(c.dst, c.nbytes, c.rebase[0]), c.rebase[1])
+                    staging.rebase_offsets(c.dst, c.nbytes, c.rebase)
 
     def _device_to_device(self) -> None:
         cp = runtime.cupy()
@@ -233,23 +217,6 @@ class Transfer:
         return _capsules.build(node.length, node.null_count, node.offset, node.buffers, children, dictionary,
                                device_type=self.target.code, device_id=self.target.id, keepalive=keep,
                                sync_event=event.address if event is not None else None)
-
-
-def _host_view(address: int, nbytes: int, width: int) -> np.ndarray:
-    buffer = (ctypes.c_char * nbytes).from_address(address)
-    return np.frombuffer(buffer, dtype=np.int32 if width == 4 else np.int64)
-
-
-def _subtract(view: np.ndarray, value: int) -> None:
-    np.subtract(view, view.dtype.type(value), out=view)
-
-
-def _stage(staged: int, src: int, size: int, rebase: tuple[int, int] | None) -> None:
-    """Copies one piece of host memory, rebasing offsets on the way (in a worker thread when
-    staging: memmove drops the GIL)."""
-    ctypes.memmove(staged, src, size)
-    if rebase is not None:
-        _subtract(_host_view(staged, size, rebase[0]), rebase[1])
 
 
 def copy_chunks(items: list[tuple[DataType, Any, int, Callable[[int, int], bytes]]], source: Device,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -25,13 +24,10 @@ import numpy as np
 from .. import _capsules
 from ..types import DataType, Device
 from . import kernels
+from .launch import DeviceView, launch
 from .types import element_dtype, input_kind, output_types
 
-_THREADS = 256
 _STAND_INS: dict[tuple, Any] = {}
-_SPECIALIZED: dict[Any, Any] = {}  # compiled kernel -> numba dispatcher specialised to its one signature
-_DIRECT: dict[Any, Any] = {}  # (specialised dispatcher, device id) -> (cuda.core kernel, numba argument types)
-_CORE_STREAMS: dict[int, Any] = {}  # stream handle -> cuda.core Stream over it (not owning)
 
 
 class _Input:
@@ -63,19 +59,6 @@ class _Input:
                 extra]
 
 
-def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
-    """``kernel`` compiled and linked for these argument types; with numba-cuda's runtime (NRT) on for
-    kernels that make managed strings, so their MemInfos are counted (NRT is read at compile and link
-    time, and is otherwise left as the user set it)."""
-    if kernel not in kernels.NRT_KERNELS:
-        return kernel.specialize(n, *args)
-    with kernels.cuda_nrt():
-        specialized = kernel.specialize(n, *args)
-        for compiled in specialized.overloads.values():
-            compiled.bind()
-    return specialized
-
-
 class _Memory:
     """Array views and new buffers on the target (CPU: NumPy; CUDA: numba device arrays over
     arrowdev's pool)."""
@@ -93,11 +76,7 @@ class _Memory:
         if not address:  # a NULL buffer (no validity, or an empty array): a stand-in the kernel never reads
             return self.stand_in(dtype)
         if self.gpu:
-            from numba import cuda
-
-            desc = {"shape": (count,), "typestr": np.dtype(dtype).str, "data": (address or 0, False),
-                    "version": 3, "strides": None}
-            return cuda.from_cuda_array_interface(desc, owner=owner, sync=False)  # inside active()
+            return DeviceView(address, count, dtype, owner)
         raw = (ctypes.c_char * (count * np.dtype(dtype).itemsize)).from_address(address)
         return np.frombuffer(raw, dtype=dtype)
 
@@ -141,25 +120,11 @@ class _Memory:
         array = np.empty(max(count, 1), dtype=dtype)
         return array, array.ctypes.data, array
 
-    def launch(self, kernel: Any, n: int, args: list[Any]) -> None:
-        if not self.gpu:
+    def launch(self, kernel: Any, n: int, args: list[Any], rows_per_thread: int = 1) -> None:
+        if self.gpu:
+            launch(kernel, n, args, self.stream.ptr, self.device.id, rows_per_thread)
+        else:
             kernel(n, *args)
-            return
-        from numba import cuda
-        from numba.cuda.core.errors import NumbaPerformanceWarning
-
-        blocks = max(1, (n + _THREADS - 1) // _THREADS)
-        with warnings.catch_warnings():
-            # one thread per row: a small column gets a small grid, which numba warns about
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
-            # A kernel's KernelSpec fixes every argument type, so it is specialised once and later
-            # launches skip numba's per-launch typing of the arguments.
-            specialized = _SPECIALIZED.get(kernel)
-            if specialized is None:
-                specialized = _SPECIALIZED[kernel] = _specialize(kernel, n, args)
-                specialized[blocks, _THREADS, cuda.external_stream(self.stream.ptr)](n, *args)
-                return
-            _launch_direct(specialized, self.device.id, blocks, self.stream.ptr, [n, *args])
 
     def pack_bits(self, flags: Any, count: int, count_ones: bool) -> tuple[int, Any, int]:
         """(address, keep-alive, set bits) of the bitmap packing ``flags`` (one byte per row, any non-zero
@@ -182,47 +147,6 @@ class _Memory:
             with self.cp.cuda.Device(self.device.id), self.stream:
                 return self.cp.unpackbits(self.cp.asarray(bits), bitorder="little")[start:start + count]
         return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
-
-
-def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: int, args: list[Any]) -> None:
-    """Launches a specialised kernel through cuda.core with the arguments laid out as numba lays them out
-    (an array: meminfo, parent, size, itemsize, data, shape, strides; an integer: its C type), skipping
-    numba's per-launch argument preparation, which cost about as much as the kernel at 10^8 rows. Only
-    1-D contiguous arrays and integers occur in arrowdev's kernels; anything else goes through numba."""
-    import ctypes
-
-    from cuda.core import LaunchConfig, Stream, launch
-    from numba.core import types
-
-    entry = _DIRECT.get((specialized, device_id))
-    if entry is None:  # the module is loaded per device: look its function up inside that device's context
-        compiled = next(iter(specialized.overloads.values()))
-        compiled.bind()  # what numba does before a first launch in a context (module globals, NRT memsys)
-        entry = (compiled._codelibrary.get_cufunc().kernel, compiled.argument_types)
-        _DIRECT[(specialized, device_id)] = entry
-    kernel, argument_types = entry
-    packed: list[Any] = []
-    for ty, value in zip(argument_types, args):
-        if isinstance(ty, types.Array) and ty.ndim == 1 and len(value.shape) == 1:
-            item = value.dtype.itemsize
-            if value.strides[0] != item:
-                break
-            packed += [0, 0, value.size, item, value.device_ctypes_pointer.value or 0, value.size, item]
-        elif isinstance(ty, types.Integer):
-            packed.append(getattr(ctypes, f"c_{ty}")(value))
-        else:
-            break
-    else:
-        stream = _CORE_STREAMS.get(stream_ptr)
-        if stream is None:
-            if len(_CORE_STREAMS) > 64:  # user streams come and go: keep the cache small
-                _CORE_STREAMS.clear()
-            stream = _CORE_STREAMS[stream_ptr] = Stream.from_handle(stream_ptr)
-        launch(stream, LaunchConfig(grid=blocks, block=_THREADS), kernel, *packed)
-        return
-    from numba import cuda
-
-    specialized[blocks, _THREADS, cuda.external_stream(stream_ptr)](*args)
 
 
 def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: bool, out_type: DataType | None,
@@ -308,7 +232,8 @@ def _run(kernel: Any, spec: kernels.KernelSpec, inputs: list[_Input], mem: _Memo
         input_args.extend(x.kernel_args(mem, n))
 
     def launch(arena: Any) -> None:
-        mem.launch(kernel, n, [pad, out, flags, np.int64(arena.state_address if arena else 0), *input_args])
+        mem.launch(kernel, n, [pad, out, flags, np.int64(arena.state_address if arena else 0), *input_args],
+                   kernels.BALLOT_ROWS if spec.out == "ballot" else 1)
 
     arena = None
     if spec.arena:

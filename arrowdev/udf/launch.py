@@ -1,0 +1,140 @@
+"""Launching compiled UDF kernels on a GPU with little host work per call.
+
+A kernel's :class:`~.kernels.KernelSpec` fixes every argument type, so each kernel is specialised
+once (numba types the arguments and links the code on the first launch) and every later launch
+skips numba's per-call work: arguments are laid out as numba lays them out and handed to cuda.core's
+``launch``. Device arrays are :class:`DeviceView` s (address, length, dtype, owner) rather than numba
+device arrays, which cost about 20 us each to make (numba checks the CUDA context for each one);
+they become numba arrays only when numba itself launches.
+
+For a column of 10^8 rows this host work was as long as the kernel (docs/udf.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import kernels
+
+THREADS = 256
+_lock = threading.Lock()
+_specialized: dict[Any, Any] = {}  # kernel -> numba dispatcher specialised to its one signature
+_direct: dict[tuple[Any, int], tuple[Any, list[Any]]] = {}  # (specialised, device id) -> (function, packers)
+_streams: dict[int, Any] = {}  # stream handle -> cuda.core Stream over it (not owning)
+_configs: dict[int, Any] = {}  # grid size -> cuda.core LaunchConfig
+
+
+class DeviceView:
+    """A 1-D C-contiguous array in device memory as kernels take it; ``owner`` keeps it alive.
+    Speaks ``__cuda_array_interface__`` (CuPy and numba read it zero-copy)."""
+
+    __slots__ = ("ptr", "size", "dtype", "owner")
+
+    def __init__(self, ptr: int, size: int, dtype: Any, owner: Any) -> None:
+        self.ptr, self.size, self.dtype, self.owner = ptr, size, np.dtype(dtype), owner
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"shape": (self.size,), "typestr": self.dtype.str, "data": (self.ptr, False), "version": 3,
+                "strides": None}
+
+    def to_numba(self) -> Any:
+        """A numba device array over the same memory (inside the device's context)."""
+        from numba import cuda
+
+        return cuda.from_cuda_array_interface(self.__cuda_array_interface__, owner=self, sync=False)
+
+
+def launch(kernel: Any, n: int, args: list[Any], stream_ptr: int, device_id: int, rows_per_thread: int = 1) -> None:
+    """Launches ``kernel(n, *args)`` with enough threads of THREADS per block for ``n`` rows, each
+    thread taking ``rows_per_thread`` rows (in the device's context, on stream ``stream_ptr``)."""
+    warps = -(-n // (32 * rows_per_thread))
+    blocks = max(1, -(-warps * 32 // THREADS))
+    specialized = _specialized.get(kernel)
+    if specialized is not None and _launch_direct(specialized, device_id, blocks, stream_ptr, [n, *args]):
+        return
+    from numba import cuda
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    numba_args = [a.to_numba() if isinstance(a, DeviceView) else a for a in args]
+    with warnings.catch_warnings():
+        # one thread per row: a small column gets a small grid, which numba warns about
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        if specialized is None:
+            specialized = _specialize(kernel, n, numba_args)
+            with _lock:
+                _specialized[kernel] = specialized
+        specialized[blocks, THREADS, cuda.external_stream(stream_ptr)](n, *numba_args)
+
+
+def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
+    """``kernel`` compiled and linked for these argument types; with numba-cuda's runtime (NRT) on for
+    kernels that make managed strings, so their MemInfos are counted (NRT is read at compile and link
+    time, and is otherwise left as the user set it)."""
+    if kernel not in kernels.NRT_KERNELS:
+        return kernel.specialize(n, *args)
+    with kernels.cuda_nrt():
+        specialized = kernel.specialize(n, *args)
+        for compiled in specialized.overloads.values():
+            compiled.bind()
+    return specialized
+
+
+def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: int, args: list[Any]) -> bool:
+    """Launches through cuda.core with the arguments packed as numba packs them (an array: meminfo,
+    parent, size, itemsize, data, shape, stride; an integer: its C type). False, launching nothing,
+    when an argument is not of that form (numba then launches)."""
+    entry = _direct.get((specialized, device_id))
+    if entry is None:
+        entry = _direct_entry(specialized)
+        with _lock:
+            _direct[(specialized, device_id)] = entry
+    function, packers = entry
+    packed: list[Any] = []
+    for pack, value in zip(packers, args):
+        if pack is DeviceView:
+            if not isinstance(value, DeviceView):
+                return False
+            size, item = value.size, value.dtype.itemsize
+            packed += [0, 0, size, item, value.ptr, size, item]
+        elif pack is None:
+            return False
+        else:
+            packed.append(pack(value))
+    from cuda.core import LaunchConfig, Stream
+    from cuda.core import launch as core_launch
+
+    stream = _streams.get(stream_ptr)
+    if stream is None:
+        with _lock:
+            if len(_streams) > 64:  # user streams come and go: keep the cache small
+                _streams.clear()
+            stream = _streams[stream_ptr] = Stream.from_handle(stream_ptr)
+    config = _configs.get(blocks)
+    if config is None:
+        config = _configs[blocks] = LaunchConfig(grid=blocks, block=THREADS)
+    core_launch(stream, config, function, *packed)
+    return True
+
+
+def _direct_entry(specialized: Any) -> tuple[Any, list[Any]]:
+    """(cuda.core kernel in the current context, one packer per argument: DeviceView for a 1-D
+    C-contiguous array, a ctypes type for an integer, None for what only numba can pass)."""
+    from numba.core import types
+
+    compiled = next(iter(specialized.overloads.values()))
+    compiled.bind()  # what numba does before a first launch in a context (module globals, NRT memsys)
+    packers: list[Any] = []
+    for ty in compiled.argument_types:
+        if isinstance(ty, types.Array) and ty.ndim == 1 and ty.layout == "C":
+            packers.append(DeviceView)
+        elif isinstance(ty, types.Integer):
+            packers.append(getattr(ctypes, f"c_{ty}"))
+        else:
+            packers.append(None)
+    return compiled._codelibrary.get_cufunc().kernel, packers
