@@ -261,5 +261,17 @@ def test_device_to_device_between_gpus():
     assert g1[1:5].to_device(0).to_pylist() == g0[1:5].to_pylist()  # sliced, back across
     t1 = ad.table(TABLE).to_device(1)
     assert t1.device == ad.Device("cuda", 1) and pa.table(t1).equals(TABLE)
-    doubled = t1["a"].apply(lambda x: x * 2)
-    assert doubled.device == ad.Device("cuda", 1) and doubled.to_pylist() == [2, 4, 6, None]
+    def double(x):
+        return x * 2
+
+    for _ in range(2):  # the first launch goes through numba, the second straight through cuda.core
+        doubled = t1["a"].apply(double)
+        assert doubled.device == ad.Device("cuda", 1) and doubled.to_pylist() == [2, 4, 6, None]
+
+    def positive(x):
+        return x > 0
+
+    values = pa.array([3, -1, 0, 7] * 50)
+    expected = [v > 0 for v in values.to_pylist()]
+    for device in (0, 1, 1, 0):  # one kernel, launched on each GPU (a module per device)
+        assert ad.column(values).to_device(device).apply(positive).to_pylist() == expected

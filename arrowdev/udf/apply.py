@@ -15,8 +15,8 @@ after the kernel, like every other arrowdev device array.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -80,15 +80,6 @@ class _Memory:
         raw = (ctypes.c_char * (count * np.dtype(dtype).itemsize)).from_address(address)
         return np.frombuffer(raw, dtype=dtype)
 
-    def active(self) -> Any:
-        """The device's context, entered once around a chunk's views and launch (numba's context
-        push and pop cost more than the launch itself for small columns)."""
-        if not self.gpu:
-            return contextlib.nullcontext()
-        from numba import cuda
-
-        return cuda.gpus[self.device.id]
-
     def constant_array(self, values: np.ndarray) -> Any:
         """A small array of ``values`` on this device (string_view buffer addresses)."""
         if not self.gpu:
@@ -149,19 +140,41 @@ class _Memory:
         return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one UDF over inputs of given kinds compiles to: the kernel and its output types."""
+
+    spec: kernels.KernelSpec
+    kernel: Any
+    arrow_out: DataType | None  # None: a string type, fixed after the launch
+    out_np: np.dtype | None  # None: bool (bits) or strings
+    string_out: str | None
+    allocates: bool
+
+
+_plans: dict[tuple, _Plan] = {}
+
+
 def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: bool, out_type: DataType | None,
               stream: Any = None, window: tuple[int, int, bool] | None = None,
               string_type: str = "string") -> tuple[DataType, Any]:
     """Applies ``f`` to one aligned set of input chunks; returns (output type, held output)."""
     target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
-    n = inputs[0].held.length
     nullable = [x for x in inputs if x.has_validity]
-    if window:
-        mode = "aware"
-    else:
-        mode = "aware" if null_aware else ("propagate" if nullable else "none")
-    win = window or (0, 0, False)
+    mode = "aware" if window or null_aware else ("propagate" if nullable else "none")
     kinds = tuple((x.kind, x.has_validity) for x in inputs)
+    misaligned = len(nullable) == 1 and nullable[0].held.offset % 8 != 0  # its bitmap cannot be shared by bits
+    key = (kernels.function_key(f), kinds, mode, target, window, out_type, string_type, misaligned)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(f, kinds, mode, target, window or (0, 0, False), out_type, string_type,
+                                   misaligned)
+    mem = _Memory(device, stream)
+    return _run(plan, inputs, mem, inputs[0].held.length, nullable)
+
+
+def _plan(f: Callable, kinds: tuple, mode: str, target: str, win: tuple[int, int, bool],
+          out_type: DataType | None, string_type: str, misaligned: bool) -> _Plan:
     traits = kernels.udf_traits(f, kernels.KernelSpec(kinds, mode, "", target, *win))
     string_out = string_output_type(traits.result, out_type, string_type)
     if string_out is not None:
@@ -173,17 +186,14 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
         if target == "cpu" and out_np is not None and out_np == np.float16:
             raise TypeError("expected an output type numba's CPU target can write, got float16: pass "
                             "out_type=pa.float32() (float16 outputs work on GPU columns)")
-        share = mode == "propagate" and len(nullable) == 1 and not traits.may_fail
+        shares_misaligned = mode == "propagate" and misaligned and not traits.may_fail
         # GPU bool results as bits straight from the kernel (a warp ballot per word), when rows start at bit 0
-        ballot = (target == "cuda" and out_np is None and mode != "aware" and not traits.may_fail and not window
-                  and not (share and nullable[0].held.offset % 8))
+        ballot = (target == "cuda" and out_np is None and mode != "aware" and not traits.may_fail and not win[0]
+                  and not shares_misaligned)
         out_kind = "ballot" if ballot else ("bits" if out_np is None else out_np.str)
         spec = kernels.KernelSpec(kinds, mode, out_kind, target, *win, arena=traits.allocates or traits.may_fail,
                                   flags=traits.may_fail)
-    kernel = kernels.compile_kernel(f, spec)
-    mem = _Memory(device, stream)
-    with mem.active():
-        return _run(kernel, spec, inputs, mem, n, nullable, arrow_out, out_np, traits.allocates, string_out)
+    return _Plan(spec, kernels.compile_kernel(f, spec), arrow_out, out_np, string_out, traits.allocates)
 
 
 def string_output_type(result: Any, out_type: DataType | None, string_type: str) -> str | None:
@@ -203,13 +213,12 @@ def string_output_type(result: Any, out_type: DataType | None, string_type: str)
     return chosen
 
 
-def _run(kernel: Any, spec: kernels.KernelSpec, inputs: list[_Input], mem: _Memory, n: int,
-         nullable: list[_Input], arrow_out: DataType | None, out_np: np.dtype | None, allocates: bool,
-         string_out: str | None) -> tuple[DataType, Any]:
+def _run(plan: _Plan, inputs: list[_Input], mem: _Memory, n: int, nullable: list[_Input]) -> tuple[DataType, Any]:
     """Launches one chunk's kernel (again, while its string arena overflows) and assembles its Arrow
-    output (inside the device's context)."""
+    output."""
     from .strings import results
 
+    spec, kernel, arrow_out, out_np, string_out = plan.spec, plan.kernel, plan.arrow_out, plan.out_np, plan.string_out
     device, mode = mem.device, spec.null_mode
     if mem.gpu:
         from ..cuda import runtime
@@ -239,7 +248,7 @@ def _run(kernel: Any, spec: kernels.KernelSpec, inputs: list[_Input], mem: _Memo
     if spec.arena:
         strings_in = sum(x.kind.startswith("utf8") for x in inputs)
         arena = results.launch_with_arena((kernel, mem.device), launch, mem, n, 32 * n * max(strings_in, 1),
-                                          allocates or string_out == "string_view")
+                                          plan.allocates or string_out == "string_view")
     else:
         launch(None)
     keep: list[Any] = []  # what the output array holds on to

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import ArrowDevError
-from . import na
+from . import loads, na
 from .constant_sets import with_constant_sets
 from .strings import intrinsics as string_intrinsics
 from .strings import with_string_constants
@@ -72,7 +72,7 @@ class UDFTraits:
     may_fail: bool
 
 
-def _function_key(f: Callable) -> tuple:
+def function_key(f: Callable) -> tuple:
     """Identity of a UDF for caching: its code, defaults and closure values (by value when
     hashable, else by identity)."""
     cells = []
@@ -163,7 +163,7 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
     GPU, so CI catches what the CUDA target cannot compile. Allocation and row failure are read off
     the compiled code: they reference the arena state or the row-failure flags (strings/managed.py)."""
     na.register_numba_typing()
-    key = (_function_key(f), spec.inputs, spec.null_mode, spec.target, spec.window)
+    key = (function_key(f), spec.inputs, spec.null_mode, spec.target, spec.window)
     with _lock:
         if key in _result_cache:
             return _result_cache[key]
@@ -223,7 +223,7 @@ def _load(k: int, dtype: str, target: str = "cuda", name: str = "") -> str:
     view). Target "cuda_streaming" reads plain numbers with streaming loads (see _STREAMED)."""
     x = name or f"x{k}"
     if dtype in _STREAMED and target == "cuda_streaming":
-        return f"{x} = cuda.ldcs(d{k}, o{k} + i)"
+        return f"{x} = load_streaming(d{k}, o{k} + i)"
     if dtype == "bits":
         return f"{x} = ((d{k}[(o{k} + i) >> 3] >> ((o{k} + i) & 7)) & 1) != 0"
     if dtype in ("utf8_32", "utf8_64"):
@@ -289,9 +289,9 @@ def kernel_source(spec: KernelSpec) -> str:
 # membership ran at 0.62 of copy bandwidth with 1 row per thread, 0.74 with 2 and 0.79 with 4
 # (with streaming loads, below); 8 was slower again.
 BALLOT_ROWS = 4
-# Element types a ballot kernel reads with ld.global.cs (cuda.ldcs: evict-first, the data is read once);
-# worth 0.05-0.07 of copy bandwidth there. Bits, strings and float16 keep ordinary loads.
-_STREAMED = frozenset({"|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "<f4", "<f8"})
+# Element types a ballot kernel reads with ld.global.cs (loads.py: evict-first, the data is read once);
+# worth 0.05-0.07 of copy bandwidth there. Bits, strings, bytes and float16 keep ordinary loads.
+_STREAMED = frozenset({"<i2", "<i4", "<i8", "<u2", "<u4", "<u8", "<f4", "<f8"})
 
 
 def _ballot_source(spec: KernelSpec, header: str, nullable: list[int]) -> str:
@@ -349,7 +349,7 @@ def _numba_name(dtype: str) -> str:
 
 def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
     """The compiled kernel (a numba dispatcher) for ``f`` and ``spec``, cached."""
-    key = (_function_key(f), spec)
+    key = (function_key(f), spec)
     with _lock:
         if key in _cache:
             return _cache[key]
@@ -358,7 +358,7 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
     if spec.target == "cuda":
         from numba import cuda
 
-        namespace.update(cuda=cuda, udf=cuda.jit(device=True)(prepared(f)))
+        namespace.update(cuda=cuda, udf=cuda.jit(device=True)(prepared(f)), load_streaming=loads.cuda_intrinsic())
         kernel = cuda.jit(_exec(kernel_source(spec), namespace))
         if spec.arena:
             NRT_KERNELS.add(kernel)

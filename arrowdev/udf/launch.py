@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cuda import runtime
 from . import kernels
 
 THREADS = 256
@@ -61,8 +62,8 @@ def launch(kernel: Any, n: int, args: list[Any], stream_ptr: int, device_id: int
     from numba import cuda
     from numba.cuda.core.errors import NumbaPerformanceWarning
 
-    numba_args = [a.to_numba() if isinstance(a, DeviceView) else a for a in args]
-    with warnings.catch_warnings():
+    with cuda.gpus[device_id], warnings.catch_warnings():
+        numba_args = [a.to_numba() if isinstance(a, DeviceView) else a for a in args]
         # one thread per row: a small column gets a small grid, which numba warns about
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
         if specialized is None:
@@ -91,7 +92,10 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
     when an argument is not of that form (numba then launches)."""
     entry = _direct.get((specialized, device_id))
     if entry is None:
-        entry = _direct_entry(specialized)
+        from numba import cuda
+
+        with cuda.gpus[device_id]:
+            entry = _direct_entry(specialized)
         with _lock:
             _direct[(specialized, device_id)] = entry
     function, packers = entry
@@ -106,20 +110,35 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
             return False
         else:
             packed.append(pack(value))
-    from cuda.core import LaunchConfig, Stream
-    from cuda.core import launch as core_launch
-
+    core = _core or _import_core()
     stream = _streams.get(stream_ptr)
     if stream is None:
         with _lock:
             if len(_streams) > 64:  # user streams come and go: keep the cache small
                 _streams.clear()
-            stream = _streams[stream_ptr] = Stream.from_handle(stream_ptr)
+            stream = _streams[stream_ptr] = core.Stream.from_handle(stream_ptr)
     config = _configs.get(blocks)
     if config is None:
-        config = _configs[blocks] = LaunchConfig(grid=blocks, block=THREADS)
-    core_launch(stream, config, function, *packed)
+        config = _configs[blocks] = core.LaunchConfig(grid=blocks, block=THREADS)
+    cupy = runtime.cupy()
+    if cupy.cuda.runtime.getDevice() == device_id:
+        core.launch(stream, config, function, *packed)
+    else:  # the launch goes to the current context: make it the device's
+        with cupy.cuda.Device(device_id):
+            core.launch(stream, config, function, *packed)
     return True
+
+
+_core: Any = None
+
+
+def _import_core() -> Any:
+    """cuda.core, imported once (an import inside the launch path costs a microsecond per name)."""
+    global _core
+    import cuda.core
+
+    _core = cuda.core
+    return _core
 
 
 def _direct_entry(specialized: Any) -> tuple[Any, list[Any]]:
