@@ -271,7 +271,8 @@ def _kernel_arg_types(spec):
 
     array = lambda dtype: types.Array(dtype, 1, "C")  # noqa: E731
     data = {"bits": types.uint8, "utf8_32": types.int32, "utf8_64": types.int64, "utf8_view": types.int32}
-    args = [types.int64, types.int64, array(types.uint32), array(types.uint8), types.int64]
+    out = {"ballot": types.uint32, "bits": types.uint8}.get(spec.out) or from_dtype(np.dtype(spec.out))
+    args = [types.int64, types.int64, array(out), array(types.uint8), types.int64]
     for dtype, _ in spec.inputs:
         element = data.get(dtype) or from_dtype(np.dtype(dtype))
         extra = array(types.int64) if dtype == "utf8_view" else types.int64
@@ -279,8 +280,8 @@ def _kernel_arg_types(spec):
     return tuple(args)
 
 
-@pytest.mark.parametrize("f,inputs,streamed", BALLOT_UDFS)
-def test_ballot_kernels_compile_for_cuda_without_a_gpu(f, inputs, streamed, monkeypatch):
+def _kernel_ptx(f, spec, monkeypatch):
+    """PTX of the whole kernel for ``spec`` (UDF inlined), compiled without a GPU."""
     import types
 
     from numba import cuda
@@ -289,10 +290,21 @@ def test_ballot_kernels_compile_for_cuda_without_a_gpu(f, inputs, streamed, monk
     # a device function called from a kernel compiles for the current device: name CI's instead
     ci_device = types.SimpleNamespace(compute_capability=kernels.CI_COMPUTE_CAPABILITY)
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: ci_device)
-    mode = "propagate" if any(valid for _, valid in inputs) else "none"
-    spec = kernels.KernelSpec(inputs, mode, "ballot", "cuda")
     kernel = kernels.compile_kernel(f, spec)
-    ptx, _ = cuda.compile_ptx(kernel.py_func, _kernel_arg_types(spec), cc=kernels.CI_COMPUTE_CAPABILITY)
+    return cuda.compile_ptx(kernel.py_func, _kernel_arg_types(spec), cc=kernels.CI_COMPUTE_CAPABILITY)[0]
+
+
+@pytest.mark.parametrize("f,inputs,mode", CUDA_UDFS)
+def test_whole_cuda_kernels_compile_without_a_gpu(f, inputs, mode, monkeypatch):
+    out = "<f8" if mode != "aware" else "<i8"
+    ptx = _kernel_ptx(f, kernels.KernelSpec(inputs, mode, out, "cuda"), monkeypatch)
+    assert ".entry" in ptx and "st.global" in ptx
+
+
+@pytest.mark.parametrize("f,inputs,streamed", BALLOT_UDFS)
+def test_ballot_kernels_compile_for_cuda_without_a_gpu(f, inputs, streamed, monkeypatch):
+    mode = "propagate" if any(valid for _, valid in inputs) else "none"
+    ptx = _kernel_ptx(f, kernels.KernelSpec(inputs, mode, "ballot", "cuda"), monkeypatch)
     assert ptx.count("vote.sync.ballot") == kernels.BALLOT_ROWS  # one vote per word a warp covers
     if streamed:  # plain numbers are read with streaming loads, all rows' loads before the first vote
         body = ptx.split("vote.sync.ballot", 1)[0]

@@ -22,8 +22,14 @@ _lock = threading.Lock()
 _streams: dict[int, Any] = {}
 
 
+_cupy: Any = None  # the cupy module, once it has been found usable (it is asked for on every GPU call)
+
+
 def cupy() -> Any:
     """The cupy module, or DeviceUnavailableError naming what is missing."""
+    global _cupy
+    if _cupy is not None:
+        return _cupy
     try:
         import cupy as cp
     except ImportError as e:
@@ -35,6 +41,7 @@ def cupy() -> Any:
         raise DeviceUnavailableError(f"no CUDA device is usable here: {e}") from None
     if count == 0:
         raise DeviceUnavailableError("no CUDA device is present")
+    _cupy = cp
     return cp
 
 
