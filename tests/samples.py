@@ -94,3 +94,18 @@ def on(device: str, data) -> ad.ArrowColumn:
     """``data`` as an arrowdev column on ``device`` ('cpu' or 'cuda')."""
     col = ad.column(data)
     return col.to_device() if device == "cuda" else col
+
+
+def reference(f, *columns, null_aware=False) -> list:
+    """``f`` applied row by row in plain Python, the way a UDF's result must read: a null in any input
+    makes the row null, unless ``null_aware`` (then ``f`` sees ``ad.NA`` and may return it). Columns are
+    lists or arrowdev columns."""
+    rows = zip(*[c.to_pylist() if isinstance(c, ad.ArrowColumn) else c for c in columns])
+    out = []
+    for row in rows:
+        if null_aware:
+            r = f(*[ad.NA if v is None else v for v in row])
+            out.append(None if r is ad.NA else r)
+        else:
+            out.append(None if any(v is None for v in row) else f(*row))
+    return out

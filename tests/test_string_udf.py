@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev.udf import kernels
-from samples import DEVICES, STRING_TYPES, on
+from samples import DEVICES, STRING_TYPES, on, reference
 
 
 # ASCII, Latin, CJK and emoji text, empty strings, inline (<= 12 bytes) and out-of-line views, nulls
@@ -41,10 +41,6 @@ UDFS.update({name: eval(f"lambda s: s.{name}()") for name in PREDICATES})  # noq
 # characters whose properties are stable across Unicode versions: the tables record the generator's version
 TRICKY = ["abc", "ABC", "Abc Def", "Abc def", "123", "١٢٣", "½", "²", " \t\n", "ǅungla", "Ǆ", "ǆ", "ΑΒΓ", "ßtraße",
           "A1B", "x²", "Hello World!", "hELLO", "日本", "٣x", "Ⅻ", "ⅻ", "\u2003", "İstanbul", "ﬁ", "Σίσυφος"]
-
-
-def reference(f, values):
-    return [None if v is None else f(v) for v in values]
 
 
 @pytest.mark.parametrize("device", DEVICES)

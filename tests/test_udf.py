@@ -15,20 +15,7 @@ from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev.udf import kernels
-from samples import DEVICES, on
-
-
-def reference(f, *columns, null_aware=False):
-    rows = zip(*[c.to_pylist() if isinstance(c, ad.ArrowColumn) else c for c in columns])
-    out = []
-    for row in rows:
-        if null_aware:
-            r = f(*[ad.NA if v is None else v for v in row])
-            out.append(None if r is ad.NA else r)
-        else:
-            out.append(None if any(v is None for v in row) else f(*row))
-    return out
-
+from samples import DEVICES, on, reference
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
 
