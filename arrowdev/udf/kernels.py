@@ -287,7 +287,8 @@ def kernel_source(spec: KernelSpec) -> str:
 # Rows per thread in a ballot kernel: its loads are issued together, so more bytes are in flight per
 # thread (a read-only kernel is otherwise latency-bound). Measured on an H200 over 10^9 int64 rows,
 # membership ran at 0.62 of copy bandwidth with 1 row per thread, 0.74 with 2 and 0.79 with 4
-# (with streaming loads, below); 8 was slower again.
+# (with streaming loads, below; benchmarks/probes/ballot_rows_per_thread.py). With plain loads 8 rows
+# ran slower than 4 (0.73 against 0.77).
 BALLOT_ROWS = 4
 # Element types a ballot kernel reads with ld.global.cs (loads.py: evict-first, the data is read once);
 # worth 0.05-0.07 of copy bandwidth there. Bits, strings, bytes and float16 keep ordinary loads.
