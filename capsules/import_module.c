@@ -202,6 +202,20 @@ PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
   return out;
 }
 
+/* Drops a reference with a pending exception set aside: the last reference to a producer's
+ * capsule runs its destructor, which may be Python code (a ctypes producer) that must not run
+ * with an exception set. */
+static void decref_keeping_error(PyObject* obj) {
+  if (!PyErr_Occurred()) {
+    Py_DECREF(obj);
+    return;
+  }
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  Py_DECREF(obj);
+  PyErr_Restore(type, value, traceback);
+}
+
 /* import_from(obj, known_types, column_type=None): read_arrow's fast path (arrowdev/_from_arrow.py),
  * the same steps for the commonest producer: an object (not a tuple or capsule) whose first
  * protocol in arrowdev's order is __arrow_c_device_array__, as PyArrow arrays and record batches
@@ -263,6 +277,6 @@ PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
       PyTuple_SET_ITEM(out, 1, chunks);
     }
   }
-  Py_DECREF(exported);
+  decref_keeping_error(exported);
   return out;
 }

@@ -75,7 +75,13 @@ static PyObject* CArrayStream_get_next(CArrayStreamObject* self, PyObject* unuse
                         (int)next.device_type, (int)self->device.device_type);
   }
   PyObject* out = hold(&next, NULL);
-  if (out == NULL && next.array.release != NULL) next.array.release(&next.array);
+  if (out == NULL && next.array.release != NULL) { /* refused: released here, the error kept aside, as the
+                                                      producer's release may run Python (ctypes) */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    next.array.release(&next.array);
+    PyErr_Restore(type, value, traceback);
+  }
   return out;
 }
 
