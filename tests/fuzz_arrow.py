@@ -533,6 +533,8 @@ def run_case(seed: int) -> tuple[str, Case]:
         outcome = f"refused: {str(e)[:160]}"
     except (TypeError, ValueError) as e:
         outcome = f"refused ({type(e).__name__}): {str(e)[:160]}"
+    except Exception as e:  # not what a caller catches (ValueError, TypeError): counted apart
+        outcome = f"error at import ({type(e).__name__}): {str(e)[:160]}"
     else:
         mutated = mutated or any(entry.startswith(("device", "get_next")) for entry in case.log)
         try:
@@ -545,6 +547,7 @@ def run_case(seed: int) -> tuple[str, Case]:
     gc.collect()
     after = ad.debug.ownership_stats()["live_containers"]
     wrong = [f"{type(n).__name__}:{n.releases}!={expected[id(n)]}" for n in all_nodes if n.releases != expected[id(n)]]
+    case.nodes = len(all_nodes)
     if wrong or after != before:
         outcome = f"UNBALANCED {wrong[:4]} live containers {before}->{after}; was: {outcome}"
     del pa_schema, pa_array
@@ -561,6 +564,17 @@ class Figures:
     outcomes: Counter = field(default_factory=Counter)
     unbalanced: list = field(default_factory=list)
     wrong: list = field(default_factory=list)
+    nodes: int = 0  # producer nodes whose releases were counted
+    errors: list = field(default_factory=list)  # a few of the Python errors raised after an import
+
+    def merge(self, other: Figures) -> None:
+        self.cases += other.cases
+        self.crashes += other.crashes
+        self.outcomes += other.outcomes
+        self.unbalanced += other.unbalanced
+        self.wrong += other.wrong
+        self.nodes += other.nodes
+        self.errors += other.errors
 
     def add(self, seed: int, outcome: str) -> None:
         self.cases += 1
@@ -570,13 +584,23 @@ class Figures:
             self.unbalanced.append((seed, outcome))
         if outcome.startswith("WRONG"):
             self.wrong.append((seed, outcome))
+        if outcome.startswith("error") and len(self.errors) < 200:
+            self.errors.append((seed, outcome))
 
 
 def _child_main(start: int, stop: int) -> None:
+    crash_seed = int(os.environ.get("ARROWDEV_FUZZ_CRASH_SEED", "-1"))  # tests of the harness itself
+    import arrowdev  # noqa: F401  (and all it imports: then frozen, so that each case's collection is quick)
+
+    gc.collect()
+    gc.freeze()
     for seed in range(start, stop):
         print("START", seed, flush=True)
-        outcome, _ = run_case(seed)
-        print("DONE", seed, outcome.replace("\n", " "), flush=True)
+        if seed == crash_seed:
+            ctypes.string_at(0)
+        outcome, case = run_case(seed)
+        gc.freeze()  # what is left is lazily imported modules and caches: not to be scanned again
+        print("DONE", seed, case.nodes, outcome.replace("\n", " "), flush=True)
 
 
 def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) -> None:
@@ -588,7 +612,8 @@ def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) ->
     while start < stop:
         code = f"import fuzz_arrow; fuzz_arrow._child_main({start}, {stop})"
         try:
-            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout)
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout,
+                                  cwd=here.parent)
             stdout, status = done.stdout, done.returncode
         except subprocess.TimeoutExpired as e:
             stdout, status = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"
@@ -598,11 +623,13 @@ def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) ->
         last = None
         for line in stdout.splitlines():
             tag, _, rest = line.partition(" ")
-            seed_text, _, outcome = rest.partition(" ")
+            seed_text, _, rest = rest.partition(" ")
             if tag == "START":
                 last = int(seed_text)
             elif tag == "DONE":
+                nodes, _, outcome = rest.partition(" ")
                 figures.add(int(seed_text), outcome)
+                figures.nodes += int(nodes)
                 last = None
                 start = int(seed_text) + 1
         if status == 0 and last is None:
@@ -612,6 +639,21 @@ def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) ->
         figures.cases += 1
         figures.crashes.append((last, status))
         start = last + 1
+
+
+def run_parallel(start: int, count: int, workers: int = 2) -> Figures:
+    """run_batch over [start, start + count) split between `workers` child processes at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bounds = [start + count * i // workers for i in range(workers + 1)]
+    parts = [Figures() for _ in range(workers)]
+    with ThreadPoolExecutor(workers) as pool:
+        for done in [pool.submit(run_batch, lo, hi - lo, part) for lo, hi, part in zip(bounds, bounds[1:], parts)]:
+            done.result()
+    total = Figures()
+    for part in parts:
+        total.merge(part)
+    return total
 
 
 if __name__ == "__main__":  # python3 tests/fuzz_arrow.py SEED: one case, here, with its story
