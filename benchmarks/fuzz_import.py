@@ -37,6 +37,9 @@ def main() -> None:
     print(f"crashes          {len(figures.crashes)} {figures.crashes[:20]}")
     for outcome, count in figures.outcomes.most_common():
         print(f"  {outcome:<45} {count}")
+    for kind, count in figures.error_kinds.most_common():
+        seeds = [seed for seed, outcome in figures.errors if outcome.startswith(kind)][:5]
+        print(f"    {kind:<60} {count} (seeds {seeds})")
     print(f"producer nodes   {figures.nodes} counted; released other than once-if-reachable: {len(figures.unbalanced)}")
     for seed, outcome in figures.unbalanced[:20]:
         print(f"  seed {seed}: {outcome}")

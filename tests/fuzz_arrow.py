@@ -298,6 +298,8 @@ def _array_mutation(r: random.Random, node: ArrayNode, ancestors: list, log: lis
                      "buffer", "n_children", "children", "child", "released_child", "dictionary", "share", "cycle",
                      "released", "overflow"])
     kids = [i for i, k in enumerate(node.kids) if k is not None]
+    if a.offset >= 2**62 and what in ("shorter", "shift"):
+        return  # it would make an offset past the buffers that no overflow betrays: undetectable
     if what == "length":
         a.length = r.choice([-1, -2**63])
     elif what == "shorter" and a.length > 0:
@@ -527,6 +529,8 @@ def run_case(seed: int) -> tuple[str, Case]:
     all_nodes = schema.walk() + top.walk()
     expected = {**schema.expected_releases(), **top.expected_releases()}
     before = ad.debug.ownership_stats()["live_containers"]
+    if os.environ.get("ARROWDEV_FUZZ_VERBOSE"):  # the story before the end, for a case that crashes
+        print(" | ".join(case.log), file=sys.stderr, flush=True)
     try:
         col = _import(r, schema, top, case)
     except ad.InvalidArrowError as e:
@@ -566,6 +570,7 @@ class Figures:
     wrong: list = field(default_factory=list)
     nodes: int = 0  # producer nodes whose releases were counted
     errors: list = field(default_factory=list)  # a few of the Python errors raised after an import
+    error_kinds: Counter = field(default_factory=Counter)
 
     def merge(self, other: Figures) -> None:
         self.cases += other.cases
@@ -575,6 +580,7 @@ class Figures:
         self.wrong += other.wrong
         self.nodes += other.nodes
         self.errors += other.errors
+        self.error_kinds += other.error_kinds
 
     def add(self, seed: int, outcome: str) -> None:
         self.cases += 1
@@ -584,13 +590,21 @@ class Figures:
             self.unbalanced.append((seed, outcome))
         if outcome.startswith("WRONG"):
             self.wrong.append((seed, outcome))
-        if outcome.startswith("error") and len(self.errors) < 200:
-            self.errors.append((seed, outcome))
+        if outcome.startswith("error"):
+            self.error_kinds[outcome.split(":")[0]] += 1
+            if len(self.errors) < 200:
+                self.errors.append((seed, outcome))
 
 
 def _child_main(start: int, stop: int) -> None:
     crash_seed = int(os.environ.get("ARROWDEV_FUZZ_CRASH_SEED", "-1"))  # tests of the harness itself
+    import resource
+
     import arrowdev  # noqa: F401  (and all it imports: then frozen, so that each case's collection is quick)
+
+    # a case that asks for more memory fails with MemoryError instead of taking the machine's
+    limit = int(os.environ.get("ARROWDEV_FUZZ_MEMORY", str(4 << 30)))
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
     gc.collect()
     gc.freeze()
@@ -599,8 +613,11 @@ def _child_main(start: int, stop: int) -> None:
         if seed == crash_seed:
             ctypes.string_at(0)
         outcome, case = run_case(seed)
-        gc.freeze()  # what is left is lazily imported modules and caches: not to be scanned again
-        print("DONE", seed, case.nodes, outcome.replace("\n", " "), flush=True)
+        nodes = case.nodes
+        del case
+        gc.collect()  # the case's own nodes (cycles through their callbacks) go now, then what is left
+        gc.freeze()   # (lazily imported modules, caches) is frozen: each case scans only its own objects
+        print("DONE", seed, nodes, outcome.replace("\n", " "), flush=True)
 
 
 def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) -> None:
