@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
 
-import fuzz_arrow  # noqa: E402
+import fuzz_run  # noqa: E402
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="child processes at a time")
     args = parser.parse_args()
     started = time.perf_counter()
-    figures = fuzz_arrow.run_parallel(args.start, args.cases, args.workers)
+    figures = fuzz_run.run_parallel(args.start, args.cases, args.workers)
     seconds = time.perf_counter() - started
     print(f"cases            {figures.cases} (seeds {args.start}..{args.start + args.cases - 1}), {seconds:.0f} s, "
           f"{figures.cases / seconds:.0f} cases/s with {args.workers} workers")
