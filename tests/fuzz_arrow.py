@@ -124,6 +124,7 @@ class ArrayNode(_Node):
         n, k = source.n_children, source.n_buffers
         self.kids = [ArrayNode(source.children[i].contents) for i in range(n)]
         self.dictionary = ArrayNode(source.dictionary.contents) if source.dictionary else None
+        self.rows = source.offset + source.length  # the rows behind the buffers
         # one spare NULL slot after the buffers and the children: a count raised by one reads it
         self._buffers = (c_void_p * (k + 2))(*[source.buffers[i] for i in range(k)])
         self._pointers = (POINTER(ArrowArray) * (n + 2))(*[ctypes.pointer(kid.struct) for kid in self.kids])
@@ -294,8 +295,8 @@ def _array_mutation(r: random.Random, node: ArrayNode, ancestors: list, log: lis
                      "buffer", "n_children", "children", "child", "released_child", "dictionary", "share", "cycle",
                      "released", "overflow"])
     kids = [i for i, k in enumerate(node.kids) if k is not None]
-    if a.offset >= 2**62 and what in ("shorter", "shift"):
-        return  # it would make an offset past the buffers that no overflow betrays: undetectable
+    if what in ("shorter", "shift") and (a.length > node.rows or a.offset >= 2**62):
+        return  # after "overflow": it would leave rows past the buffers that nothing betrays (undetectable)
     if what == "length":
         a.length = r.choice([-1, -2**63])
     elif what == "shorter" and a.length > 0:
