@@ -543,14 +543,22 @@ def test_device_fields_are_checked_at_import(device_type, device_id, message):
 
 
 def test_stream_without_callbacks_is_refused_and_released():
-    stream = FailingStream()
-    stream.struct.get_next = None
-    capsule = stream.capsule()
-    with pytest.raises(ad.InvalidArrowError, match="get_next or get_last_error is NULL"):
-        ad.column(capsule)
-    del capsule
-    gc.collect()
-    assert stream.releases == 1
+    out = run_in_child("""
+from cabi import ArrowArrayStream, RELEASE_STREAM, make_capsule
+calls = []
+@RELEASE_STREAM
+def release(address):
+    calls.append(address)
+    ArrowArrayStream.from_address(address).release = None
+stream = ArrowArrayStream(None, None, None, ctypes.cast(release, ctypes.c_void_p).value, None)  # no callbacks
+capsule = make_capsule(stream, "arrow_array_stream")
+attempt(lambda: ad.column(capsule))
+del capsule
+gc.collect()
+print("releases", len(calls))
+""")
+    assert out.splitlines() == ["refused: malformed stream: get_schema, get_next or get_last_error is NULL",
+                                "releases 1"]
 
 
 class MalformedArrayStream(FailingStream):
