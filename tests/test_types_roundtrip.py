@@ -287,4 +287,4 @@ def test_random_chunked_slices_match_pyarrow(data, kind, arrow_type):
     stop = data.draw(st.integers(-len(values) - 2, len(values) + 2), label="stop")
     assert col[start:stop].to_pylist() == values[start:stop]
     if len(sliced):
-        assert pa.array(sliced).equals(expected.combine_chunks())
+        assert pa.array(sliced.combine_chunks()).equals(expected.combine_chunks())

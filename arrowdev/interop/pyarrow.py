@@ -118,6 +118,8 @@ def _value(dtype: DataType, scalar: pa.Scalar) -> Any:
     if not needs_stand_in(dtype):
         return scalar.as_py()
     fmt, storage = dtype.format, dtype.storage_id
+    if fmt == "tiM":
+        return scalar.as_py()
     if fmt == "tiD":
         raw = scalar.as_py()
         return int.from_bytes(raw[:4], "little", signed=True), int.from_bytes(raw[4:], "little", signed=True)
