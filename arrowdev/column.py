@@ -216,8 +216,9 @@ class ArrowColumn(_capsules.ColumnCore):
         stop = total if length is None else min(start + length, total)
         chunks, nulls, known_nulls = [], [], self._null_list()
         if start == stop and self._chunks:  # an empty slice keeps a chunk, so its device and type
-            chunk = self._chunks[-1]
-            return self._derive([chunk.slice(chunk.offset + chunk.length, 0, 0)], [0])
+            # (at offset 0: PyArrow loses the buffers of an empty array with an offset when it
+            # concatenates it after its C import)
+            return self._derive([self._chunks[0].slice(0, 0, 0)], [0])
         for i, (chunk, first) in enumerate(zip(self._chunks, self._chunk_starts())):
             lo, hi = max(start, first), min(stop, first + chunk.length)
             if lo >= hi:

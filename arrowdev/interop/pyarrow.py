@@ -187,7 +187,8 @@ def to_numpy(col: ArrowColumn, zero_copy_only: bool = True, writable: bool = Fal
         why = "writable=True" if arr is not None else _why_copy(col)
         raise ValueError(f"expected data NumPy can view without a copy, got {why}; "
                          "pass zero_copy_only=False for a copy")
-    return to_chunked_array(col).to_numpy()
+    out = to_chunked_array(col).to_numpy()
+    return out.copy() if writable and not out.flags.writeable else out
 
 
 def _why_copy(col: ArrowColumn) -> str:
