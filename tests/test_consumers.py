@@ -248,3 +248,18 @@ def test_to_device_keeps_record_batch_boundaries():
     assert [len(b) for b in g.to_host().to_batches()] == [2, 0, 1]
     empty = ad.table(pa.table({"a": pa.array([], pa.int64())})).to_device()
     assert empty.device.type == "cuda" and empty.num_rows == 0
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_copies_of_empty_slices_plan_for_every_type(name):
+    """What to_device() does with an empty slice, run host to host (the planner, checked without a GPU)."""
+    from arrowdev.cuda import transfer
+
+    col = ad.column(CASES[name])
+    for empty in (col[5:5], col[len(col):], ad.column(pa.chunked_array([], CASES[name].type))._with_a_chunk()):
+        items = [(empty.type, chunk, empty._chunk_null_count(i), empty._read) for i, chunk in enumerate(empty._chunks)]
+        copied = ad.ArrowColumn(empty.type, transfer.copy_chunks(items, ad.Device.cpu(), ad.Device.cpu()))
+        assert copied.num_chunks == 1 and copied.to_pylist() == []
+        got = pa.array(copied)
+        assert got.type == CASES[name].type and len(got) == 0
+        got.validate(full=True)
