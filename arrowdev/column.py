@@ -485,7 +485,8 @@ class ArrowColumn(_capsules.ColumnCore):
         col = self._as_requested(requested_schema)
         if col.device.is_cpu_readable:
             col = col._on_cpu()
-            return stream_capsule(col._type, [_cpu_labelled(col._type, c) for c in col._exportable_chunks()], device=True)
+            chunks = [_cpu_labelled(col._type, c) for c in col._exportable_chunks()]
+            return stream_capsule(col._type, chunks, device=True)
         return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
 
     def _exportable_chunks(self) -> list[Any]:

@@ -1,9 +1,10 @@
 """What each Arrow type's buffers are, how large they are, and how many nulls an array has.
 
 One set of rules serves every type-aware feature: buffer sizes (``ArrowColumn.buffers``,
-``nbytes``), null counts, and the host/device copies, which copy just the bytes in range. (How many buffers and
-children a node has is checked on import by the native core: capsules/check.c.) The rules read memory only through a ``read(address, nbytes) -> bytes``
-function, so they work the same on CPU and device memory.
+``nbytes``), null counts, and the host/device copies, which copy just the bytes in range. (How many
+buffers and children a node has is checked on import by the native core: capsules/check.c.) The
+rules read memory only through a ``read(address, nbytes) -> bytes`` function, so they work the
+same on CPU and device memory.
 
 Why not nanoarrow's ``ArrowArrayView``: it computes the same sizes, but reads the offsets
 buffers in place, which only works for CPU memory. For CPU data, full validation (offsets

@@ -308,9 +308,10 @@ def test_empty_columns_leave_through_every_protocol(name):
     whole = ad.column(CASES[name] if name in CASES else pa.nulls(3, dtype))
     for empty in (whole[2:2], whole[len(whole):], whole.slice(0, 0), ad.column(pa.chunked_array([], dtype))):
         assert len(empty) == 0 and empty.num_chunks <= 1
+        streamed = pa.chunked_array(empty)
         for got in (pa.array(empty), pa.Array._import_from_c_capsule(*empty.__arrow_c_array__()),
                     pa.Array._import_from_c_device_capsule(*empty.__arrow_c_device_array__()),
-                    pa.chunked_array(empty).combine_chunks() if len(pa.chunked_array(empty).chunks) else pa.nulls(0, dtype)):
+                    streamed.combine_chunks() if streamed.num_chunks else pa.nulls(0, dtype)):
             assert got.type == dtype and len(got) == 0
             got.validate(full=True)
         assert empty.to_pylist() == [] and empty.combine_chunks().num_chunks == 1
