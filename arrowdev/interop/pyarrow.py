@@ -167,28 +167,15 @@ def to_array(col: ArrowColumn, type: Any = None) -> pa.Array | pa.ChunkedArray:
     return out if type is None or out.type == type else out.cast(type)
 
 
-def _zero_copy_array(col: ArrowColumn) -> pa.Array | None:
-    """The one CPU chunk of a fixed-width column without nulls as a PyArrow array, or None when
-    NumPy cannot view it without a copy."""
-    if col.num_chunks != 1 or not col.device.is_cpu_readable or col.null_count:
+def _view(col: ArrowColumn) -> np.ndarray | None:
+    """A NumPy view of the column's one CPU chunk, where PyArrow's ``to_numpy(zero_copy_only=True)``
+    makes one (fixed-width data without nulls), else None."""
+    if col.num_chunks != 1 or not col.device.is_cpu_readable:
         return None
-    arr = to_array(col)
-    t = arr.type
-    fixed = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-    return arr if fixed and not pa.types.is_interval(t) and not pa.types.is_date(t) else None
-
-
-def to_numpy(col: ArrowColumn, zero_copy_only: bool = True, writable: bool = False) -> np.ndarray:
-    """PyArrow's ``Array.to_numpy`` rules on the whole column (see ArrowColumn.to_numpy)."""
-    arr = _zero_copy_array(col)
-    if arr is not None and not writable:
-        return arr.to_numpy(zero_copy_only=True)
-    if zero_copy_only:
-        why = "writable=True" if arr is not None else _why_copy(col)
-        raise ValueError(f"expected data NumPy can view without a copy, got {why}; "
-                         "pass zero_copy_only=False for a copy")
-    out = to_chunked_array(col).to_numpy()
-    return out.copy() if writable and not out.flags.writeable else out
+    try:
+        return to_array(col).to_numpy(zero_copy_only=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, KeyError):
+        return None
 
 
 def _why_copy(col: ArrowColumn) -> str:
@@ -201,18 +188,31 @@ def _why_copy(col: ArrowColumn) -> str:
     return f"type {col.type}"
 
 
+def to_numpy(col: ArrowColumn, zero_copy_only: bool = True, writable: bool = False) -> np.ndarray:
+    """PyArrow's ``Array.to_numpy`` rules on the whole column (see ArrowColumn.to_numpy)."""
+    view = _view(col)
+    if view is not None and not writable:
+        return view
+    if zero_copy_only:
+        why = "writable=True" if view is not None else _why_copy(col)
+        raise ValueError(f"expected data NumPy can view without a copy, got {why}; "
+                         "pass zero_copy_only=False for a copy")
+    out = to_chunked_array(col).to_numpy()
+    return out.copy() if writable and not out.flags.writeable else out
+
+
 def array_protocol(col: ArrowColumn, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
     """``numpy.asarray(col)`` under NumPy 2's ``copy=`` rules: a view where one is possible
     (``copy=True`` copies it), else a copy (``copy=False`` raises ValueError)."""
-    arr = _zero_copy_array(col)
-    if arr is None:
+    view = _view(col)
+    if view is None:
         if copy is False:
             raise ValueError(f"expected data NumPy can view without a copy (copy=False), got {_why_copy(col)}")
         out = to_chunked_array(col).to_numpy()
     else:
-        out = arr.to_numpy(zero_copy_only=True)
+        out = view
     if dtype is not None and np.dtype(dtype) != out.dtype:
         if copy is False:
             raise ValueError(f"expected no copy (copy=False), but {out.dtype} -> {np.dtype(dtype)} is a copy")
         return out.astype(dtype)
-    return out.copy() if copy and arr is not None else out
+    return out.copy() if copy and view is not None else out
