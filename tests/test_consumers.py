@@ -161,6 +161,17 @@ def test_pinned_host_exports_say_cpu_and_imports_keep_their_label():
     assert col[1:1].device == ad.Device("cuda_host", 0)  # an empty slice keeps the device
 
 
+def test_pinned_host_record_batches_take_the_cpu_label_too():
+    """A table of pinned record batches (what a GPU table's to_host() gives) leaves as CPU memory,
+    the one-batch fast path included."""
+    source = pa.record_batch({"a": [1, None, 3], "s": ["x", None, "z"]})
+    batches = _host_labelled(ad.column(source))
+    tbl = ad.ArrowTable._from_batches(batches.type, batches._chunks)
+    assert tbl.device.type == "cuda_host"
+    assert pa.record_batch(tbl).equals(source) and pa.table(tbl).equals(pa.table(source))
+    assert pl.DataFrame(tbl).to_arrow().to_pylist() == source.to_pylist()
+
+
 # ---- chunks stay chunks ----------------------------------------------------------------------------
 
 CHUNKS = [pa.array([1, None, 3]), pa.array([4]), pa.array([5, 6, None, 8])]
