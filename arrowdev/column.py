@@ -330,6 +330,9 @@ class ArrowColumn(_capsules.ColumnCore):
         """What ``pyarrow.array(col)`` returns (PyArrow asks this before the capsule protocols):
         an Array (a ChunkedArray for several chunks), zero-copy for CPU data; GPU data is copied
         to host unless PyArrow was built with CUDA (docs/device.md)."""
+        chunks = self._chunks
+        if type is None and len(chunks) == 1 and chunks[0].device_type == _CPU and not chunks[0].sync_event:
+            return _pyarrow_import_device_array()(*self.__arrow_c_device_array__())  # the hot path
         from .interop.pyarrow import to_array
 
         return to_array(self, type)
@@ -569,6 +572,18 @@ class _ChunkedColumn(ArrowColumn):
     __slots__ = ()
     __arrow_c_array__ = _StreamOnly()
     __arrow_c_device_array__ = _StreamOnly()
+
+
+_IMPORTERS: list[Any] = []
+
+
+def _pyarrow_import_device_array() -> Any:
+    """``pyarrow.Array._import_from_c_device_capsule``, looked up once (PyArrow is imported late)."""
+    if not _IMPORTERS:
+        import pyarrow as pa
+
+        _IMPORTERS.append(pa.Array._import_from_c_device_capsule)
+    return _IMPORTERS[0]
 
 
 def _cpu_labelled(dtype: DataType, held: Any) -> Any:
