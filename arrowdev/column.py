@@ -459,8 +459,10 @@ class ArrowColumn(_capsules.ColumnCore):
     # one chunk with no request in one native call, and call these two for everything else.
 
     def _arrow_c_device_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """(schema, device array) capsules; never copies unless the column has several chunks
-        (then they are concatenated, on the CPU only for now) or a cheap cast is requested."""
+        """(schema, device array) capsules; never copies unless a cheap cast is requested (a
+        column of several chunks has no ``__arrow_c_device_array__``; called directly, this
+        concatenates them, the copy :meth:`combine_chunks` makes). Pinned host memory is exported
+        as CPU memory, once its producers are done."""
         check_kwargs(kwargs)
         col = self._as_requested(requested_schema)
         if col.device.is_cpu_readable:
@@ -469,8 +471,8 @@ class ArrowColumn(_capsules.ColumnCore):
         return array_capsules(col._type, col._one_array(), device=True)
 
     def _arrow_c_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """(schema, array) capsules; device data is copied to host first (O6), several chunks
-        are concatenated (the one copy of a CPU column)."""
+        """(schema, array) capsules; device data is copied to host first (O6). Several chunks
+        (only when called directly: such a column has no ``__arrow_c_array__``) are concatenated."""
         check_kwargs(kwargs)
         col = self._on_cpu()._as_requested(requested_schema)
         return array_capsules(col._type, col._one_array(), device=False)

@@ -388,7 +388,8 @@ class ArrowTable:
         return self.schema.__arrow_c_schema__()
 
     def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """One record batch (struct array); several batches are concatenated (a copy)."""
+        """One record batch (struct array), zero-copy; pinned host memory goes out as CPU memory.
+        A table of several batches has no such attribute (only the streams)."""
         batches = self._batches
         if (requested_schema is None and not kwargs and batches is not None and len(batches) == 1
                 and batches[0].device_type not in _HOST_LABELS):
@@ -398,7 +399,8 @@ class ArrowTable:
         return self._as_struct_column().__arrow_c_device_array__(requested_schema, **kwargs)
 
     def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """One record batch on the CPU; several batches are concatenated (a copy)."""
+        """One record batch on the CPU (device data: a host copy first). A table of several
+        batches has no such attribute (only the streams)."""
         return self._as_struct_column().__arrow_c_array__(requested_schema, **kwargs)
 
     def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:

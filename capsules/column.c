@@ -150,11 +150,10 @@ static PyMethodDef Column_methods[] = {
     {"__arrow_c_device_array__", (PyCFunction)(void (*)(void))Column_arrow_c_device_array,
      METH_FASTCALL | METH_KEYWORDS,
      "__arrow_c_device_array__(requested_schema=None, **kwargs): (schema, device array) capsules; "
-     "never copies unless the column has several chunks (then they are concatenated, on the CPU "
-     "only for now) or a cheap cast is requested"},
+     "never copies unless a cheap cast is requested; pinned host memory is exported as CPU memory"},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))Column_arrow_c_array, METH_FASTCALL | METH_KEYWORDS,
      "__arrow_c_array__(requested_schema=None, **kwargs): (schema, array) capsules; device data is "
-     "copied to host first (O6), several chunks are concatenated (the one copy of a CPU column)"},
+     "copied to host first (O6)"},
     {NULL}};
 
 PyTypeObject ColumnCoreType = {
