@@ -198,6 +198,18 @@ def test_several_record_batches_reach_consumers_zero_copy(consumer):
     assert _data_addresses(got.column(0)) == _data_addresses(source.column(0))
 
 
+def test_pandas_reads_columns_and_tables():
+    import pandas as pd
+
+    source = pa.Table.from_batches([pa.record_batch({"a": c, "s": pa.array(["x"] * len(c))}) for c in CHUNKS])
+    pd.testing.assert_frame_equal(pd.DataFrame.from_arrow(ad.table(source)), pd.DataFrame.from_arrow(source))
+    ours = ad.column(source.column("a"))
+    reference = _Producer(source.column("a"), ours)  # pandas names a PyArrow ChunkedArray by other routes
+    pd.testing.assert_series_equal(pd.Series.from_arrow(ours), pd.Series.from_arrow(reference))
+    one = ad.column(pa.array([1, 2, 3]))  # pd.Series(col) takes __array__: a view where NumPy can view
+    assert pd.Series(one).to_numpy().ctypes.data == one.buffers[1].address
+
+
 def test_duckdb_reads_every_chunk():
     source = pa.Table.from_batches([pa.record_batch({"a": c}) for c in CHUNKS])
     assert _duckdb(ad.table(source)).equals(_duckdb(source))
