@@ -260,6 +260,7 @@ class ArrowTable:
         from .cuda import copy_columns
 
         batches = self._as_struct_column()._with_a_chunk()
+        batches._exportable_chunks()  # the columns' null counts, computed where readable, go with the copy
         copied = copy_columns([batches], target, stream)[0]
         return ArrowTable._from_batches(self.schema, copied._chunks)
 
