@@ -261,8 +261,10 @@ class ArrowColumn(_capsules.ColumnCore):
         if full:
             import pyarrow as pa
 
+            from .interop.pyarrow import to_storage_chunked_array
+
             try:
-                self.to_pyarrow().validate(full=True)
+                to_storage_chunked_array(self).validate(full=True)
             except (pa.ArrowInvalid, pa.ArrowException) as e:
                 raise InvalidArrowError(f"invalid {self._type} data: {e}") from e
 

@@ -365,6 +365,17 @@ def test_interval_chunks_export_as_one_array(fmt):
     assert chunked == col and col[2:] == chunked[2:] and not col[2:] == col[3:]
 
 
+@pytest.mark.parametrize("fmt", list(INTERVALS))
+def test_every_method_reads_intervals_or_says_why_not(fmt):
+    col = _interval(fmt, INTERVALS[fmt])[2:]
+    assert col.null_count == 3 and len(col.buffers) == 2 and col.nbytes == col.buffers[1].size + 2
+    col.validate(full=True)
+    assert "[" in repr(col) and list(col) == col.to_pylist()
+    for needs_pyarrow_arrays in (col.to_pyarrow, lambda: col.to_numpy(zero_copy_only=False), lambda: np.asarray(col)):
+        with pytest.raises(NotImplementedError, match="PyArrow has no arrays of"):
+            needs_pyarrow_arrays()
+
+
 def test_structs_of_intervals_and_string_views_read_without_nanoarrow():
     """Issue 12, cause E: nanoarrow 0.9 corrupts the heap converting string views; arrowdev reads
     such structs through PyArrow, under a stand-in type for the interval."""

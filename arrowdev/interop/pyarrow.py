@@ -50,6 +50,9 @@ def _stand_in(c: Any) -> Any:
 
 def to_chunked_array(col: ArrowColumn) -> pa.ChunkedArray:
     """The column as a ``pyarrow.ChunkedArray`` (zero-copy for CPU data)."""
+    if needs_stand_in(col.type):  # PyArrow would raise a bare KeyError
+        raise NotImplementedError(f"PyArrow has no arrays of {col.type} (it knows the type, not its arrays): "
+                                  "to_pylist(), col[i], ==, combine_chunks() and the protocols work")
     return pa.chunked_array(col)
 
 
