@@ -28,7 +28,8 @@ from typing import Any, Callable, Iterator
 from . import _capsules, layout
 from .layout import BufferInfo
 from ._from_arrow import check_tree, read_arrow, read_arrow_after
-from ._to_arrow import array_capsules, cheap_target, check_kwargs, stream_capsule
+from ._to_arrow import (StreamOnly, array_capsules, cheap_target, check_kwargs, cpu_labelled,
+                        pyarrow_import_device_array, stream_capsule)
 from .errors import DeviceUnavailableError, InvalidArrowError
 from .types import KNOWN_TYPES, DataType, Device
 
@@ -36,7 +37,6 @@ __all__ = ["ArrowColumn", "BufferInfo", "column"]
 
 _PREVIEW_ROWS = 10
 _CPU = 1  # ArrowDeviceType of CPU memory
-_HOST_LABELS = frozenset({3, 11})  # CUDA_HOST, ROCM_HOST: CPU memory, exported as CPU
 
 
 def reader_for(device: Device) -> layout.Reader:
@@ -334,7 +334,7 @@ class ArrowColumn(_capsules.ColumnCore):
         to host unless PyArrow was built with CUDA (docs/device.md)."""
         chunks = self._chunks
         if type is None and len(chunks) == 1 and chunks[0].device_type == _CPU and not chunks[0].sync_event:
-            return _pyarrow_import_device_array()(*self.__arrow_c_device_array__())  # the hot path
+            return pyarrow_import_device_array()(*self.__arrow_c_device_array__())  # the hot path
         from .interop.pyarrow import to_array
 
         return to_array(self, type)
@@ -469,7 +469,7 @@ class ArrowColumn(_capsules.ColumnCore):
         col = self._as_requested(requested_schema)
         if col.device.is_cpu_readable:
             col = col._on_cpu()
-            return array_capsules(col._type, _cpu_labelled(col._type, col._one_array()), device=True)
+            return array_capsules(col._type, cpu_labelled(col._type, col._one_array()), device=True)
         return array_capsules(col._type, col._one_array(), device=True)
 
     def _arrow_c_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
@@ -492,7 +492,7 @@ class ArrowColumn(_capsules.ColumnCore):
         col = self._as_requested(requested_schema)
         if col.device.is_cpu_readable:
             col = col._on_cpu()
-            chunks = [_cpu_labelled(col._type, c) for c in col._exportable_chunks()]
+            chunks = [cpu_labelled(col._type, c) for c in col._exportable_chunks()]
             return stream_capsule(col._type, chunks, device=True)
         return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
 
@@ -554,53 +554,12 @@ class ArrowColumn(_capsules.ColumnCore):
         return host
 
 
-class _StreamOnly:
-    """A class attribute its instances do not have (``hasattr`` is False): the array protocols of
-    a column or table of several chunks, which, like PyArrow's chunked arrays and tables, offer
-    only the stream protocols, so that consumers take every chunk zero-copy."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        raise AttributeError(f"{self.name}: an arrowdev object of several chunks offers only the stream "
-                             "protocols (__arrow_c_stream__, __arrow_c_device_stream__); combine_chunks() "
-                             "makes one chunk (a copy)")
-
-
 class _ChunkedColumn(ArrowColumn):
     """An ArrowColumn of several chunks (its class from birth: a column's chunks never change)."""
 
     __slots__ = ()
-    __arrow_c_array__ = _StreamOnly()
-    __arrow_c_device_array__ = _StreamOnly()
-
-
-_IMPORTERS: list[Any] = []
-
-
-def _pyarrow_import_device_array() -> Any:
-    """``pyarrow.Array._import_from_c_device_capsule``, looked up once (PyArrow is imported late)."""
-    if not _IMPORTERS:
-        import pyarrow as pa
-
-        _IMPORTERS.append(pa.Array._import_from_c_device_capsule)
-    return _IMPORTERS[0]
-
-
-def _cpu_labelled(dtype: DataType, held: Any) -> Any:
-    """A held array of ``dtype`` ready to export, in CPU-readable memory whose producers are
-    done, labelled ARROW_DEVICE_CPU: pinned host memory is CPU memory, and CPU-only consumers
-    refuse the host labels. The same buffers; the new top node keeps ``held`` alive."""
-    if held.device_type not in _HOST_LABELS:
-        return held
-    length, offset, nulls, buffers, children, _ = held.tree()
-    if nulls < 0:
-        nulls = layout.null_count(dtype, offset, length, buffers[0] if buffers else 0, layout.read_cpu)
-    return _capsules.build(length, nulls, offset, list(buffers), [held.child(i) for i in range(len(children))],
-                           held.dictionary(), keepalive=held)
+    __arrow_c_array__ = StreamOnly()
+    __arrow_c_device_array__ = StreamOnly()
 
 
 _import_from = _capsules.import_from

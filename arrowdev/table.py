@@ -22,7 +22,8 @@ import nanoarrow as na
 
 from . import _capsules
 from ._from_arrow import read_arrow
-from .column import _HOST_LABELS, ArrowColumn, _StreamOnly, struct_field
+from ._to_arrow import HOST_LABELS, StreamOnly
+from .column import ArrowColumn, struct_field
 from .errors import InvalidArrowError
 from .types import DataType, Device
 
@@ -393,7 +394,7 @@ class ArrowTable:
         A table of several batches has no such attribute (only the streams)."""
         batches = self._batches
         if (requested_schema is None and not kwargs and batches is not None and len(batches) == 1
-                and batches[0].device_type not in _HOST_LABELS):
+                and batches[0].device_type not in HOST_LABELS):
             pair = batches[0].export_pair(self.schema._address, True)  # the hot path, in few steps
             if pair is not None:
                 return pair
@@ -414,11 +415,11 @@ class ArrowTable:
 
 
 class _ChunkedTable(ArrowTable):
-    """An ArrowTable of several record batches: only the stream protocols (see :class:`_StreamOnly`)."""
+    """An ArrowTable of several record batches: only the stream protocols (see :class:`arrowdev._to_arrow.StreamOnly`)."""
 
     __slots__ = ()
-    __arrow_c_array__ = _StreamOnly()
-    __arrow_c_device_array__ = _StreamOnly()
+    __arrow_c_array__ = StreamOnly()
+    __arrow_c_device_array__ = StreamOnly()
 
 
 def table(obj: Any, schema: Any = None) -> ArrowTable:
