@@ -15,7 +15,7 @@ import nanoarrow as na
 import polars as pl
 import pyarrow as pa
 import pytest
-from samples import CASES, LAYOUTS, source_of
+from samples import CASES, source_of
 
 import arrowdev as ad
 from arrowdev import _capsules
