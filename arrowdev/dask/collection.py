@@ -7,7 +7,7 @@
 >>> import pyarrow as pa, arrowdev.dask as add
 >>> parts = add.from_map(lambda i: pa.table({"x": [i, i + 1]}), [0, 10, 20])
 >>> parts
-PartitionedTable<from_map, npartitions=3>
+PartitionedTable<lambda, npartitions=3>
 >>> doubled = parts.map_partitions(lambda t: t.append_column("y", t.apply(lambda x: x * 2, columns=["x"])))
 >>> tbl = doubled.compute(scheduler="sync")
 >>> tbl.column("y").to_pylist(), tbl.column("y").num_chunks
