@@ -221,3 +221,58 @@ def test_gpu_tcp_ping_pong_of_every_type(cuda_client):
     back = cuda_client.gather(cuda_client.submit(lambda t: (t.device.type, t), future, pure=False))
     assert back[0] == "cuda"
     assert back[1].equals(tbl)
+
+
+# ---- GPU memory in a cluster -------------------------------------------------------------------------
+
+
+def _with_ipc_header(data: bytes, **changes) -> bytes:
+    """The same export with header fields changed (magic, 8-byte length, JSON, schema)."""
+    import json
+
+    magic = b"ARROWDEV-CUDA-IPC-1\n"
+    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
+    start = len(magic) + 8
+    header = {**json.loads(data[start:start + size]), **changes}
+    encoded = json.dumps(header).encode()
+    return magic + len(encoded).to_bytes(8, "little") + encoded + data[start + size:]
+
+
+@pytest.mark.gpu
+def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
+    """The importer sees the GPU under another index (here: the only one, under CUDA_VISIBLE_DEVICES=its
+    UUID, while the header says index 5): found by UUID."""
+    import os
+    import uuid
+
+    import cupy as cp
+
+    g = ad.column(pa.array([1.5, None, 2.5])).to_device()
+    (tmp_path / "h").write_bytes(_with_ipc_header(g.export_ipc(), device=5))
+    gpu = "GPU-" + str(uuid.UUID(bytes=bytes(cp.cuda.runtime.getDeviceProperties(0)["uuid"])))
+    code = "import sys, arrowdev as ad; c = ad.import_ipc(open(sys.argv[1], 'rb').read()); print(c.to_pylist())"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h")], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.strip() == "[1.5, None, 2.5]"
+    with pytest.raises(ad.InvalidArrowError, match="not visible in this process"):
+        ad.import_ipc(_with_ipc_header(g.export_ipc(), device_uuid="00" * 16))
+
+
+@pytest.mark.gpu
+def test_gpu_rmm_pool_with_a_limit():
+    pytest.importorskip("rmm")
+    from arrowdev.cuda import memory
+
+    saved = memory._pool
+    try:
+        ad.cuda.use_rmm(limit_bytes=10_000_000)
+        col = ad.column(pa.array(np.arange(1_000_000, dtype=np.float64))).to_device()  # 8 MB from RMM
+        assert isinstance(memory.pool(), memory.RmmPool)
+        assert col.apply(lambda x: x + 1).to_pyarrow().to_pylist()[:3] == [1.0, 2.0, 3.0]
+        with pytest.raises(MemoryError, match="limit of 10000000 bytes"):
+            ad.column(pa.array(np.arange(1_000_000, dtype=np.float64))).to_device()
+        del col
+    finally:
+        memory._pool = saved
+        ad.cuda.set_limit(None)
