@@ -266,13 +266,14 @@ def test_gpu_rmm_pool_with_a_limit():
 
     saved = memory._pool
     try:
-        ad.cuda.use_rmm(limit_bytes=10_000_000)
+        ad.cuda.use_rmm(limit_bytes=20_000_000)
         col = ad.column(pa.array(np.arange(1_000_000, dtype=np.float64))).to_device()  # 8 MB from RMM
         assert isinstance(memory.pool(), memory.RmmPool)
-        assert col.apply(lambda x: x + 1).to_pyarrow().to_pylist()[:3] == [1.0, 2.0, 3.0]
-        with pytest.raises(MemoryError, match="limit of 10000000 bytes"):
+        out = col.apply(lambda x: x + 1)  # 8 MB more
+        assert out.to_pyarrow().to_pylist()[:3] == [1.0, 2.0, 3.0]
+        with pytest.raises(MemoryError, match="limit of 20000000 bytes"):
             ad.column(pa.array(np.arange(1_000_000, dtype=np.float64))).to_device()
-        del col
+        del col, out
     finally:
         memory._pool = saved
         ad.cuda.set_limit(None)
