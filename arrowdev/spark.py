@@ -10,6 +10,7 @@ numba on the CPU, or a CUDA kernel with ``device="cuda"`` on executors with a GP
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -33,5 +34,5 @@ def with_column(df: Any, f: Callable[..., Any], columns: Iterable[str], out: str
                 device: str = "cpu", **apply_options: Any) -> Any:
     """``df`` with column ``out`` (Spark type ``out_type``, e.g. ``"double"``), computed by an arrowdev
     UDF over ``columns`` in ``mapInArrow``."""
-    schema = df.schema.add(out, out_type)
+    schema = copy.deepcopy(df.schema).add(out, out_type)  # StructType.add changes the schema in place
     return df.mapInArrow(arrow_udf(f, columns, out, device=device, **apply_options), schema)

@@ -3,6 +3,8 @@ The batch helpers themselves are tested without the engines (plain PyArrow batch
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -35,8 +37,10 @@ def test_batch_udf_on_tables_and_record_batches():
 
 
 @pytest.mark.integration
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray's own, under warnings-as-errors
 def test_ray_put_is_zero_copy_and_map_batches():
     ray = pytest.importorskip("ray")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import tests/
     ray.init(num_cpus=1, include_dashboard=False, ignore_reinit_error=True)
     try:
         tbl = ad.table({"x": pa.array(np.arange(1_000_000, dtype=np.float64)), "s": pa.array(["a", None] * 500_000)})
@@ -55,13 +59,17 @@ def test_ray_put_is_zero_copy_and_map_batches():
 
 
 @pytest.mark.integration
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_spark_map_in_arrow():
     pytest.importorskip("pyspark")
+    from pyspark import cloudpickle
     from pyspark.sql import SparkSession
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Spark's workers cannot import tests/
 
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     try:
-        df = spark.createDataFrame(BATCH.to_pandas())
+        df = spark.createDataFrame(list(zip(*BATCH.to_pydict().values())), "a long, b double")
         out = sp.with_column(df, _f, columns=["a", "b"], out="y", out_type="double")
         rows = sorted(out.collect(), key=lambda r: str(r["a"]))
         want = {str(a): y for a, y in zip(BATCH.column("a").to_pylist(), _want(BATCH))}
