@@ -139,14 +139,23 @@ class DeviceFrame:
         self.nbytes, self.owner = nbytes, owner
 
 
+def _wait_for_producers(obj: Any, col: Any) -> None:
+    """Blocks until the work producing the data has finished: the sync events of the column, or of a
+    table's record batches and of its columns (a table's batches do not carry its columns' events)."""
+    col._wait_for_producers()
+    if col is not obj:
+        for column in obj.columns:
+            column._wait_for_producers()
+
+
 def host_frames(obj: Any) -> tuple[dict[str, Any], list[memoryview]]:
     """(header, frames) of a column or table, the frames in host memory: views of CPU data (zero-copy),
     or of a pinned host copy of the rows in range of device data."""
-    kind, col = _kind_and_column(obj)
-    source = col.device
+    source = obj.device
     if not source.is_cpu_readable:
-        col = col.to_host()
-    col._wait_for_producers()
+        obj = obj.to_host()  # one batch of copies, ordered after every producer's sync event
+    kind, col = _kind_and_column(obj)
+    _wait_for_producers(obj, col)
     header, spans = _plan(kind, col, source)
     return header, [_host_frame(address, nbytes, col) for address, nbytes in spans]
 
@@ -155,11 +164,11 @@ def device_frames(obj: Any) -> tuple[dict[str, Any], list[Any]]:
     """(header, frames) for the ``cuda`` family: frames over device memory are :class:`DeviceFrame`
     objects, returned only once the data's producers have finished (its sync events: UCX orders its
     sends after the default stream only); CPU data gives host frames as :func:`host_frames` does."""
-    kind, col = _kind_and_column(obj)
-    source = col.device
+    source = obj.device
     if source.is_cpu_readable:
         return host_frames(obj)
-    col._wait_for_producers()
+    kind, col = _kind_and_column(obj)
+    _wait_for_producers(obj, col)
     header, spans = _plan(kind, col, source)
     return header, [DeviceFrame(address, nbytes, col) for address, nbytes in spans]
 
@@ -230,10 +239,10 @@ class _Rebuilder:
             keep.extend(owners)
             return address
         width, value = entry[1], entry[2]
-        if on_device:
+        if on_device:  # the frame stays alive with the array: the rebase reads it asynchronously
             rebased, event = _rebase_on_device(address, nbytes, width, value, self.device.id)
             self.events.append(event)
-            keep.append(rebased)
+            keep.extend([rebased, *owners])
             return rebased.ptr
         rebased = np.frombuffer(_host_frame(address, nbytes, owners), dtype=_OFFSET_TYPES[width]) - value
         keep.append(rebased)

@@ -210,6 +210,13 @@ def test_gpu_a_table_still_being_produced_is_never_sent_early():
             busy += 1
     col = host.to_device(stream=stream)
     assert pickle.loads(pickle.dumps(col, protocol=5)).to_pyarrow().equals(host.to_pyarrow())
+    with stream:  # a table: its columns' events, not its record batches', say when the data is ready
+        for _ in range(30):
+            busy += 1
+    tbl = ad.table({"x": host, "s": pa.array(["a", None, "ccc", "dd"] * 5_000_000)}).to_device(stream=stream)
+    header, frames = _serialize.device_frames(tbl)
+    assert stream.done
+    assert _serialize.from_frames(ad.ArrowTable, header, frames).equals(tbl)
     del busy
 
 
