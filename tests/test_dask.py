@@ -7,12 +7,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import dask
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, futures_of, wait
 from distributed.protocol import serialize
 
 import arrowdev as ad
@@ -82,7 +84,9 @@ def test_persist_compute_and_the_udf_pipeline_equal_in_process(client, tmp_path)
     collection = add.read_parquet(str(tmp_path / "*.parquet"), columns=["a", "b", "s"])
     assert collection.npartitions == 8
     out = collection.map_partitions(_pipeline).persist()
-    assert len(client.who_has()) >= 8  # the partitions stay on the workers
+    futures = futures_of(out)
+    wait(futures)
+    assert len(futures) == 8 and all(client.who_has(futures).values())  # the partitions stay on the workers
     got = out.compute()
     want = collection.map_partitions(_pipeline).compute(scheduler="sync")
     assert got.num_rows == 2800 and got.column("y").num_chunks == 8
@@ -158,12 +162,16 @@ def _device_of(t):
     return t.device.type
 
 
+def _sum_of_y(t):
+    return float(pa.compute.sum(t.column("y").to_pyarrow()).as_py())
+
+
 @pytest.mark.gpu
 def test_gpu_partitions_stay_on_the_gpu_across_tasks(cuda_client, tmp_path):
     pq.write_table(_table(4000).to_pyarrow(), tmp_path / "d.parquet", row_group_size=1000)
     parts = add.read_parquet(str(tmp_path / "d.parquet"), device="cuda")
     out = parts.map_partitions(_pipeline).persist()
-    devices = cuda_client.gather(cuda_client.map(_device_of, out.to_delayed()))
+    devices = dask.compute(*[dask.delayed(_device_of)(p) for p in out.to_delayed()])
     assert set(devices) == {"cuda"}
     got = out.compute()
     assert got.equals(add.read_parquet(str(tmp_path / "d.parquet")).map_partitions(_pipeline)
@@ -178,9 +186,8 @@ def test_gpu_spilling_below_the_data_size_gives_right_results(cuda_client):
     parts = add.from_map(lambda i: ad.table({"x": pa.array(np.full(n, float(i)))}).to_device(), range(8))
     assert is_device_object(ad.table({"x": pa.array([1.0])}).to_device())
     out = parts.map_partitions(lambda t: t.append_column("y", t.apply(lambda x: x + 1, columns=["x"]))).persist()
-    sums = cuda_client.gather(cuda_client.map(lambda t: float(np.sum(t.column("y").to_host().to_pyarrow())),
-                                              out.to_delayed()))
-    assert sums == [n * (i + 1.0) for i in range(8)]
+    sums = dask.compute(*[dask.delayed(_sum_of_y)(p) for p in out.to_delayed()])
+    assert list(sums) == [n * (i + 1.0) for i in range(8)]
 
 
 @pytest.mark.gpu
@@ -284,3 +291,12 @@ def test_gpu_rmm_pool_with_a_limit():
     finally:
         memory._pool = saved
         ad.cuda.set_limit(None)
+
+
+def test_per_partition_results_through_delayed(client):
+    """The mechanics the GPU tests use, on the CPU cluster: per-partition values of a persisted collection."""
+    parts = add.from_map(lambda i: ad.table({"x": pa.array(np.full(1000, float(i)))}), range(4))
+    out = parts.map_partitions(lambda t: t.append_column("y", t.apply(lambda x: x + 1, columns=["x"]))).persist()
+    assert dask.compute(*[dask.delayed(_device_of)(p) for p in out.to_delayed()]) == ("cpu",) * 4
+    assert list(dask.compute(*[dask.delayed(_sum_of_y)(p) for p in out.to_delayed()])) == [1000.0 * (i + 1)
+                                                                                            for i in range(4)]

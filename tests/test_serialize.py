@@ -217,3 +217,14 @@ def test_serialize_time_does_not_grow_with_size():
     large = ad.table({"a": pa.array(np.arange(2_000_000, dtype=np.int64)), "s": pa.array(["x"] * 2_000_000)})
     assert best(large) < 1e-3
     assert best(large) < 5 * best(small) + 2e-4
+
+
+def test_device_data_received_without_a_gpu_stays_in_cpu_memory():
+    """Host frames of device data land on the receiver's current GPU; a receiver without one keeps them
+    in CPU memory (CI has no GPU: the header says the data came from GPU 0)."""
+    if ad.cuda.is_available():
+        pytest.skip("this receiver has a GPU")  # the GPU side is test_dask.py's GPU tests
+    header, frames = _serialize.host_frames(ad.column(pa.array(["a", None, "bc"])))
+    header["device"] = [ad.Device("cuda", 0).code, 0]
+    got = _serialize.from_frames(ad.ArrowColumn, header, frames)
+    assert got.device == ad.Device.cpu() and got.to_pylist() == ["a", None, "bc"]
