@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "container.h"
-#include "path_error.h"
 
 OwnershipStats g_stats;
 
@@ -49,41 +48,6 @@ typedef struct NodePrivate {
   struct ArrowArray* dictionary;
   int64_t padding; /* sizeof a multiple of 16 */
 } NodePrivate;
-
-static const int kMaxDepth = 256; /* deeper trees are refused: they are cycles or attacks */
-
-static int check_node(const struct ArrowArray* a, NodePath* path, char* err, size_t err_len) {
-#define FAIL(...) return path_error(err, err_len, path, __VA_ARGS__)
-  if (a == NULL) FAIL("node pointer is NULL");
-  if (path->depth > kMaxDepth) FAIL("nested deeper than %d levels", kMaxDepth);
-  if (a->release == NULL) FAIL("struct is released (release is NULL)");
-  if (a->length < 0) FAIL("negative length %lld", (long long)a->length);
-  if (a->offset < 0) FAIL("negative offset %lld", (long long)a->offset);
-  if (a->null_count < -1) FAIL("null_count %lld is below -1", (long long)a->null_count);
-  if (a->n_buffers < 0) FAIL("negative n_buffers %lld", (long long)a->n_buffers);
-  if (a->n_children < 0) FAIL("negative n_children %lld", (long long)a->n_children);
-  if (a->n_buffers > 0 && a->buffers == NULL) FAIL("n_buffers is %lld but buffers is NULL", (long long)a->n_buffers);
-  if (a->n_children > 0 && a->children == NULL) FAIL("n_children is %lld but children is NULL", (long long)a->n_children);
-  int rc = 0;
-  path->depth++;
-  for (int64_t i = 0; i < a->n_children && rc == 0; i++) {
-    path->steps[path->depth - 1] = i;
-    rc = check_node(a->children[i], path, err, err_len);
-  }
-  if (rc == 0 && a->dictionary != NULL) {
-    path->steps[path->depth - 1] = -1;
-    rc = check_node(a->dictionary, path, err, err_len);
-  }
-  path->depth--;
-  return rc;
-#undef FAIL
-}
-
-int arrow_array_check(const struct ArrowArray* array, char* err, size_t err_len) {
-  NodePath path;
-  path.depth = 0;
-  return check_node(array, &path, err, err_len);
-}
 
 Container* container_move_from(struct ArrowDeviceArray* src, void* keepalive) {
   Container* c = calloc(1, sizeof *c);

@@ -42,11 +42,6 @@ NodeBlock* node_block_new(size_t bytes, int64_t nodes, atomic_llong* live_blocks
 /* One node of the block is released: frees the block after its last node. */
 void node_block_release_node(NodeBlock* block, atomic_llong* live_blocks);
 
-/* Checks that a producer's tree is well formed enough to hold (non-NULL pointers where the
- * counts need them, non-negative counts, set release callbacks). Returns 0, or -1 with a message
- * naming the node path in err. */
-int arrow_array_check(const struct ArrowArray* array, char* err, size_t err_len);
-
 /* Moves *src into a new container (src->array.release becomes NULL). NULL when out of memory. */
 Container* container_move_from(struct ArrowDeviceArray* src, void* keepalive);
 void container_incref(Container* c);

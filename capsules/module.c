@@ -184,7 +184,9 @@ static PyObject* CDeviceArray_check(CDeviceArrayObject* self, PyObject* arg) {
     return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "expected a schema address, got 0");
   }
   char err[1200];
-  if (check_against_schema(top(self), schema, err, sizeof err) != 0) {
+  const struct ArrowDeviceArray* a = &self->container->array;
+  int readable = a->device_type == ARROW_DEVICE_CPU && a->sync_event == NULL;
+  if (check_against_schema(top(self), schema, readable, err, sizeof err) != 0) {
     PyErr_Format(InvalidArrowError, "array does not fit its schema: %s", err);
     return NULL;
   }
@@ -507,8 +509,8 @@ static PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs) {
 static PyObject* copy_schema(PyObject* module, PyObject* capsule) {
   struct ArrowSchema* src = capsule_struct(capsule, "arrow_schema");
   if (src == NULL) return NULL;
-  if (src->release == NULL) return PyErr_Format(PyExc_ValueError, "the schema capsule was already consumed");
-  return schema_capsule_copy(src);
+  if (src->release == NULL) return PyErr_Format(InvalidArrowError, "the schema capsule was already consumed");
+  return check_schema_tree(src) ? NULL : schema_capsule_copy(src);
 }
 
 static PyObject* capsule_name(PyObject* module, PyObject* obj) {
@@ -539,7 +541,7 @@ static PyMethodDef module_methods[] = {
      "import_from(obj, known_types, column_type=None): read_arrow's fast path for an object whose first protocol is "
      "__arrow_c_device_array__: (dtype, [held]) or, given column_type, a column; (None, exported "
      "pair) or None"},
-    {"schema_key", schema_key_of, METH_O, "a bytes key of an arrow_schema capsule's content, or None"},
+    {"schema_key", schema_key_of, METH_O, "a bytes key of an arrow_schema capsule's content, checked first (InvalidArrowError)"},
     {"export_schema", export_schema, METH_O, "export_schema(address): a deep copy of the schema at an address"},
     {"import_stream", import_stream, METH_O, "take an arrow_array_stream / arrow_device_array_stream capsule"},
     {"build", (PyCFunction)(void (*)(void))build, METH_VARARGS | METH_KEYWORDS,
@@ -547,7 +549,7 @@ static PyMethodDef module_methods[] = {
      "device_id=-1, keepalive=None, sync_event=None): an array of arrowdev's own"},
     {"export_stream", export_stream, METH_VARARGS,
      "export_stream(schema_capsule, arrays, device, device_type=1): a stream capsule (moves the schema)"},
-    {"copy_schema", copy_schema, METH_O, "a deep copy of an arrow_schema capsule"},
+    {"copy_schema", copy_schema, METH_O, "a deep copy of an arrow_schema capsule, checked first (InvalidArrowError)"},
     {"capsule_name", capsule_name, METH_O, "a capsule's name ('' if unnamed), or None for other objects"},
     {"ownership_stats", ownership_stats, METH_NOARGS, "the native core's counters"},
     {NULL}};

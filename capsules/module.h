@@ -48,6 +48,9 @@ PyObject* wrap_container(Container* c);
 /* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved (import_module.c). */
 PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive);
 
+/* 0 when a producer's schema tree passes schema_check, else -1 with InvalidArrowError (import_module.c). */
+int check_schema_tree(const struct ArrowSchema* schema);
+
 /* A sequence of CDeviceArray as a new C array of their containers (borrowed), or NULL with an error. */
 Container** containers_of(PyObject* seq, Py_ssize_t* n);
 

@@ -69,8 +69,19 @@ static PyObject* CArrayStream_get_next(CArrayStreamObject* self, PyObject* unuse
   Py_END_ALLOW_THREADS;
   if (rc != 0) return stream_error(self, "get_next", rc);
   if (next.array.release == NULL) Py_RETURN_NONE; /* end of stream */
+  if (self->is_device && next.device_type != self->device.device_type) {
+    next.array.release(&next.array);
+    return PyErr_Format(InvalidArrowError, "get_next returned an array of device type %d from a stream of device type %d",
+                        (int)next.device_type, (int)self->device.device_type);
+  }
   PyObject* out = hold(&next, NULL);
-  if (out == NULL && next.array.release != NULL) next.array.release(&next.array);
+  if (out == NULL && next.array.release != NULL) { /* refused: released here, the error kept aside, as the
+                                                      producer's release may run Python (ctypes) */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    next.array.release(&next.array);
+    PyErr_Restore(type, value, traceback);
+  }
   return out;
 }
 
@@ -120,6 +131,16 @@ PyObject* import_stream(PyObject* module, PyObject* capsule) {
                            : ((struct ArrowArrayStream*)src)->release == NULL;
   if (released) {
     PyErr_SetString(InvalidArrowError, "the stream was already consumed or released (release is NULL)");
+    return NULL;
+  }
+  int callbacks = is_device ? ((struct ArrowDeviceArrayStream*)src)->get_schema != NULL &&
+                                  ((struct ArrowDeviceArrayStream*)src)->get_next != NULL &&
+                                  ((struct ArrowDeviceArrayStream*)src)->get_last_error != NULL
+                            : ((struct ArrowArrayStream*)src)->get_schema != NULL &&
+                                  ((struct ArrowArrayStream*)src)->get_next != NULL &&
+                                  ((struct ArrowArrayStream*)src)->get_last_error != NULL;
+  if (!callbacks) { /* left in the capsule, whose destructor releases it */
+    PyErr_SetString(InvalidArrowError, "malformed stream: get_schema, get_next or get_last_error is NULL");
     return NULL;
   }
   CArrayStreamObject* self = PyObject_New(CArrayStreamObject, &CArrayStreamType);
