@@ -228,3 +228,24 @@ def test_device_data_received_without_a_gpu_stays_in_cpu_memory():
     header["device"] = [ad.Device("cuda", 0).code, 0]
     got = _serialize.from_frames(ad.ArrowColumn, header, frames)
     assert got.device == ad.Device.cpu() and got.to_pylist() == ["a", None, "bc"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["whole", "slice(3,11)", "chunked"])
+def test_gpu_cuda_family_sends_device_frames_zero_copy(layout):
+    """The cuda family on GPU data: frames are CUDA arrays over the source's device buffers; received,
+    they are used in place (a slice's offsets rebased into a new device buffer) on the frames' GPU."""
+    from arrowdev._serialize import DeviceFrame
+
+    source = pa.table({name.replace("[", "_").replace("]", "_"): source_of(name, layout) for name in CASES})
+    gpu = ad.table(source).to_device()
+    header, frames = serialize(gpu, serializers=("cuda",))
+    assert header["serializer"] == "cuda" and all(isinstance(f, DeviceFrame) for f in frames)
+    addresses = {f.__cuda_array_interface__["data"][0] for f in frames}
+    spans = [(b.address, b.address + b.size) for col in gpu.columns for b in col.buffers if b.address]
+    assert all(any(lo <= a < hi for lo, hi in spans) for a in addresses if a)  # views of the source
+    got = deserialize(header, frames, deserializers=("cuda",))
+    assert got.device.type == "cuda" and got.to_pyarrow().equals(source)
+    pickled = pickle.loads(pickle.dumps(gpu, protocol=5))  # through host memory, back on this GPU
+    assert pickled.device.type == "cuda" and pickled.to_pyarrow().equals(source)
+    del got, pickled, frames
