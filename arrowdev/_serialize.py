@@ -228,8 +228,15 @@ class _Rebuilder:
         if self.on_device:
             from .cuda import runtime
 
-            kind, device_id = runtime.pointer_device(next(f[0] for f in self.frames if f[2]))
-            self.device = Device(kind, device_id)
+            somewhere = next((f[0] for f in self.frames if f[2] and f[0]), 0)
+            if somewhere:
+                kind, device_id = runtime.pointer_device(somewhere)
+                self.device = Device(kind, device_id)
+            else:
+                self.device = Device("cuda", runtime.cupy().cuda.runtime.getDevice())
+            # an empty device frame may arrive as a null pointer: give it any address on the device
+            # (never read), since Arrow buffers other than validity are not null
+            self.frames = [(a or somewhere, n, d, o) if d else (a, n, d, o) for a, n, d, o in self.frames]
 
     def buffer(self, entry: list | None, keep: list[Any]) -> int:
         if entry is None:
