@@ -300,3 +300,18 @@ def test_per_partition_results_through_delayed(client):
     assert dask.compute(*[dask.delayed(_device_of)(p) for p in out.to_delayed()]) == ("cpu",) * 4
     assert list(dask.compute(*[dask.delayed(_sum_of_y)(p) for p in out.to_delayed()])) == [1000.0 * (i + 1)
                                                                                             for i in range(4)]
+
+
+@pytest.mark.gpu
+def test_gpu_cudf_partitions_both_ways_and_udf():
+    """cuDF partitions (where cuDF is installed, ../shared/gpu/fetch-cudf): through pylibcudf's device
+    interface into arrowdev and back, and add.udf inside dask_cudf's map_partitions."""
+    cudf = pytest.importorskip("cudf")
+    frame = cudf.DataFrame({"a": np.arange(100, dtype=np.int64) - 50, "b": np.linspace(0, 1, 100)})
+    tbl = add.from_frame(frame)
+    assert tbl.device.type == "cuda" and tbl.to_pyarrow().equals(frame.to_arrow())
+    back = add.to_frame(tbl)
+    assert isinstance(back, cudf.DataFrame) and back.to_arrow().equals(frame.to_arrow())
+    out = add.udf(_udf, columns=["a", "b"], out="y")(frame)
+    assert out["y"].to_arrow().to_pylist() == [_udf(a, b) for a, b in zip(frame.a.to_arrow().to_pylist(),
+                                                                           frame.b.to_arrow().to_pylist())]

@@ -65,7 +65,9 @@ def _to_series(col: ArrowColumn, like: Any) -> Any:
         import cudf
         import pylibcudf as plc
 
-        return cudf.Series.from_pylibcudf(plc.Column.from_arrow(col)).set_index(like.index)
+        series = cudf.Series.from_pylibcudf(plc.Column.from_arrow(col))
+        series.index = like.index
+        return series
     import pandas as pd
 
     return pd.Series(pd.arrays.ArrowExtensionArray(col.to_pyarrow()), index=like.index, copy=False)
