@@ -179,9 +179,37 @@ def bench_pipeline(rows: int, repeats: int, gpu: bool) -> None:
 
         t_cluster = _median_time(lambda: on_cluster(lambda t: sync(pipeline(t))), repeats)
         t_task = _median_time(lambda: on_cluster(lambda t: t), repeats)
+        t_cudf = _dask_cudf_time(client, make(0), repeats) if gpu else None
     print(f"3. UDF pipeline, {rows:,} rows in one partition ({'GPU' if gpu else 'CPU'}): in process "
           f"{t_local * 1e3:.1f} ms, 1-worker cluster {t_cluster * 1e3:.1f} ms, ratio {t_local / t_cluster:.2f} "
           f"(a task returning its partition: {t_task * 1e3:.1f} ms)")
+    if t_cudf is not None:
+        print(f"   dask-cudf, DataFrame.apply(row UDF, axis=1) on the same partition: {t_cudf * 1e3:.1f} ms, "
+              f"ratio {t_cudf / t_cluster:.2f} (above 1: arrowdev faster)")
+
+
+def _row_udf(row):  # cuDF's row UDF form of `udf`
+    return udf(row["a"], row["b"])
+
+
+def _dask_cudf_time(client: Client, partition: ad.ArrowTable, repeats: int) -> float | None:
+    """The pipeline in dask-cudf (``DataFrame.apply`` with a row UDF) on a 1-partition persisted frame,
+    where cuDF is installed (``../shared/gpu/fetch-cudf``)."""
+    try:
+        import cudf
+        import dask_cudf
+    except ImportError:
+        print("   dask-cudf: not installed, not compared")
+        return None
+    frame = dask_cudf.from_cudf(cudf.DataFrame.from_arrow(partition.to_pyarrow()), npartitions=1).persist()
+    wait(frame)
+    runs = iter(range(10**6))
+
+    def once() -> None:
+        out = frame.map_partitions(lambda df, run: df.assign(y=df.apply(_row_udf, axis=1)), next(runs)).persist()
+        wait(out)
+        client.cancel(out)
+    return _median_time(once, repeats)
 
 
 def main() -> None:
