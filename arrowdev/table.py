@@ -272,6 +272,12 @@ class ArrowTable:
 
         return export_ipc(self)
 
+    def __reduce_ex__(self, protocol: int) -> tuple[Any, tuple]:
+        """Pickles the rows in range, as :meth:`ArrowColumn.__reduce_ex__` does."""
+        from ._serialize import reduce
+
+        return reduce(self, protocol)
+
     # ---- UDFs ----------------------------------------------------------------------------------
 
     def apply(self, f: Any, columns: Iterable[int | str] | None = None, *, null_aware: bool = False,
