@@ -23,6 +23,9 @@ def import_ipc(data: bytes):  # noqa: ANN201 - a column or a table, as exported
     return _import_ipc(data)
 
 
+if "distributed.protocol.serialize" in __import__("sys").modules:  # a Dask worker: arrowdev's serializers
+    from .dask import _distributed  # noqa: F401  (registers on import; see arrowdev.dask)
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -6,8 +6,8 @@ strings; arrowdev does not re-implement that). A :class:`Device` names where buf
 >>> import pyarrow as pa
 >>> import arrowdev as ad
 >>> t = ad.DataType.from_arrow(pa.list_(pa.string()))
->>> t
-DataType(list<item: string>)
+>>> t  # printed as PyArrow prints types
+list<item: string>
 >>> t.format, t.id
 ('+l', 'list')
 >>> ad.Device.cpu()
@@ -179,11 +179,18 @@ class DataType:
     def __hash__(self) -> int:
         return hash(self.format)
 
+    @cached_property
+    def _text(self) -> str:
+        try:  # as PyArrow prints it, for the types PyArrow has
+            return str(self.to_pyarrow())
+        except (KeyError, NotImplementedError, ValueError, TypeError):  # interval[months], interval[day_time]
+            return repr(na.Schema(self._c.modify(name="", nullable=True))).removeprefix("<Schema> ")
+
     def __str__(self) -> str:
-        return repr(na.Schema(self._c.modify(name="", nullable=True))).removeprefix("<Schema> ")
+        return self._text
 
     def __repr__(self) -> str:
-        return f"DataType({self})"
+        return self._text
 
 
 # Parsed types by schema content (the native core's schema_key), so that importing the same type
