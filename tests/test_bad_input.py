@@ -614,6 +614,7 @@ def test_udf_output_out_of_memory_is_a_memory_error_and_loses_nothing(small_pool
     small_pool.set_limit(size=0)
     data = np.arange(1 << 18, dtype=np.float64)  # 2 MiB in, 2 MiB out
     gcol = ad.column(pa.array(data)).to_device()
+    small_pool.free_all_blocks()  # no cached block may serve the output
     small_pool.set_limit(size=small_pool.total_bytes() + (1 << 16))
     with pytest.raises(MemoryError):
         gcol.apply(lambda x: x * 2 + 1)
@@ -627,6 +628,7 @@ def test_string_arena_out_of_memory_is_a_memory_error_and_loses_nothing(small_po
     small_pool.set_limit(size=0)
     words = ["arrow", None, "développeur", "x" * 40] * 20000
     gcol = ad.column(pa.array(words)).to_device()
+    small_pool.free_all_blocks()  # no cached block may serve the output
     small_pool.set_limit(size=small_pool.total_bytes() + (1 << 16))
     with pytest.raises(MemoryError):
         gcol.apply(lambda s: s.upper() + "!")
