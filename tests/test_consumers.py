@@ -23,6 +23,14 @@ from arrowdev import _capsules
 HOW = ["host label", pytest.param("to_host", marks=pytest.mark.gpu)]
 # nanoarrow 0.9's Array segfaults on view arrays from any producer (PyArrow's too): not run there
 NANOARROW_CRASHES = {"string_view", "binary_view"}
+# arro3 0.9 reads a sparse union's children without the union's offset: a slice of PyArrow's own data comes
+# back as the parent's first rows, so arro3 reading PyArrow is no reference for an offset sparse union.
+ARRO3_IGNORES_UNION_OFFSET = {"sparse_union"}
+
+
+def _known_consumer_bug(consumer: str, name: str) -> bool:
+    return ((consumer == "nanoarrow.Array" and name in NANOARROW_CRASHES)
+            or (consumer.startswith("arro3") and name in ARRO3_IGNORES_UNION_OFFSET))
 
 
 def _host_labelled(col: ad.ArrowColumn) -> ad.ArrowColumn:
@@ -121,7 +129,7 @@ def test_pinned_host_columns_reach_every_cpu_consumer(name, layout, how):
     assert isinstance(got, pa.ChunkedArray if layout == "chunked" else pa.Array)
     assert got.type == source.type and got.equals(source)
     for consumer, consume in COLUMN_CONSUMERS.items():
-        if consumer != "pa.array" and not (consumer == "nanoarrow.Array" and name in NANOARROW_CRASHES):
+        if consumer != "pa.array" and not _known_consumer_bug(consumer, name):
             _same_as_on_pyarrow(consume, col, source)
 
 
@@ -138,7 +146,7 @@ def test_pinned_host_tables_reach_every_cpu_consumer(name, layout, how):
     assert tbl.device.type == "cuda_host"
     reference = pa.table({"x": source, "i": ints})
     for consumer, consume in TABLE_CONSUMERS.items():
-        if consumer == "nanoarrow.Array" and name in NANOARROW_CRASHES:
+        if _known_consumer_bug(consumer, name):
             continue
         if consumer == "pa.record_batch":  # a record batch is one batch: PyArrow's table has no array protocol
             _same_as_on_pyarrow(consume, tbl.combine_chunks(), reference.combine_chunks().to_batches()[0])

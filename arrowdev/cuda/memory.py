@@ -19,7 +19,9 @@ from typing import Any
 from ..errors import DeviceUnavailableError
 from . import runtime
 
-_lock = threading.Lock()
+# Re-entrant: a buffer's __del__ takes it, and the garbage collector may run that __del__ in a thread
+# that already holds it (any allocation inside a locked block can start a collection).
+_lock = threading.RLock()
 _pool: Any = None  # a cupy.cuda.MemoryPool, or an RmmPool after use_rmm()
 _limit: int | None = None  # bytes of arrowdev buffers allowed alive at once (set_limit)
 _stats = {"bytes_in_use": 0, "peak_bytes": 0, "allocations": 0, "frees": 0, "pinned_bytes_in_use": 0}
