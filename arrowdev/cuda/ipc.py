@@ -38,8 +38,7 @@ def _device_uuid(device_id: int) -> str:
 
 
 def _allocation_base(address: int) -> int:
-    from cuda.bindings import driver
-
+    driver = runtime.driver()
     err, base, _ = driver.cuMemGetAddressRange(address)
     if err != driver.CUresult.CUDA_SUCCESS:
         raise InvalidArrowError(f"{address:#x} is not in a device allocation ({err.name})")
@@ -78,6 +77,7 @@ def export_ipc(obj: Any) -> bytes:
     device = col.device
     if device.type != "cuda":
         raise ValueError(f"expected data on a CUDA device for export_ipc, got {device.type}: call to_device() first")
+    runtime.check_device(device.id)  # DeviceUnavailableError, naming why, where CuPy or the driver is missing
     col._wait_for_producers()
     exporter = _Exporter()
     chunks = [exporter.node(held.tree()) for held in col._exportable_chunks()]

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _capsules
 from ..types import DataType, Device
-from . import kernels
+from . import deps, kernels
 from .launch import DeviceView, launch
 from .types import element_dtype, input_kind, output_types
 
@@ -307,6 +307,7 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
 
     if not callable(f):
         raise TypeError(f"expected a function, got {type(f).__name__}")
+    deps.require_compiler("cuda" if columns[0].device.type in ("cuda", "cuda_managed") else "cpu")
     wanted = None if out_type is None else DataType.from_arrow(out_type)
     if len(columns) == 1:
         col = columns[0]

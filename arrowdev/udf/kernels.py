@@ -26,8 +26,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..errors import ArrowDevError
-from . import loads, na
+from ..errors import ArrowDevError, DeviceUnavailableError
+from . import deps, loads, na
 from .constant_sets import with_constant_sets
 from .strings import intrinsics as string_intrinsics
 from .strings import with_string_constants
@@ -185,6 +185,9 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
             result = jitted.overloads[args].signature.return_type
             code = jitted.overloads[args].library.get_llvm_str()
     except Exception as e:  # numba's TypingError, UnsupportedError, LoweringError, ...
+        if _toolkit_missing(e):
+            raise DeviceUnavailableError(f"numba-cuda cannot compile for the GPU here: {type(e).__name__}: {e} "
+                                         f"(the CUDA toolkit's NVVM and libdevice come with {deps.CUDA_EXTRA})") from e
         if type(e).__module__.startswith(("numba", "numba_cuda")) or "numba" in type(e).__module__:
             raise _friendly(f, e) from e
         raise
@@ -192,6 +195,13 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
     with _lock:
         _result_cache[key] = traits
     return traits
+
+
+def _toolkit_missing(error: Exception) -> bool:
+    """True for numba-cuda's errors that say a CUDA library was not found (NVVM, NVRTC, the driver;
+    cuda.pathfinder's DynamicLibNotFoundError), not that the UDF is wrong."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    return bool(names & {"NvvmSupportError", "NvrtcSupportError", "CudaSupportError", "DynamicLibNotFoundError"})
 
 
 def _compute_capability() -> tuple[int, int]:
@@ -350,6 +360,7 @@ def _numba_name(dtype: str) -> str:
 
 def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
     """The compiled kernel (a numba dispatcher) for ``f`` and ``spec``, cached."""
+    deps.require_compiler(spec.target)
     key = (function_key(f), spec)
     with _lock:
         if key in _cache:

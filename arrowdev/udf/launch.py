@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..cuda import runtime
-from . import kernels
+from ..errors import DeviceUnavailableError
+from . import deps, kernels
 
 THREADS = 256
 _lock = threading.Lock()
@@ -135,7 +136,10 @@ _core: Any = None
 def _import_core() -> Any:
     """cuda.core, imported once (an import inside the launch path costs a microsecond per name)."""
     global _core
-    import cuda.core
+    try:
+        import cuda.core
+    except ImportError as e:
+        raise DeviceUnavailableError(f"launching UDF kernels needs cuda-core: {deps.CUDA_EXTRA} ({e})") from None
 
     _core = cuda.core
     return _core
