@@ -97,8 +97,7 @@ def test_unicode_tables_are_what_the_generator_makes():
 
     from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
 
-    if unicodedata.unidata_version != unicode_tables.UNICODE_VERSION:
-        pytest.skip("this Python's Unicode differs from the tables' (regenerate to move versions)")
+    assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
     for name, predicate in gen_unicode_tables.PREDICATES.items():
         flat = tuple(v for pair in gen_unicode_tables.ranges(predicate) for v in pair)
         assert getattr(unicode_tables, name) == flat, name
@@ -153,3 +152,16 @@ def _check_property(device, values, needle, arrow_type):
     ]
     for f in udfs:
         assert col.apply(f).to_pylist() == reference(f, values)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_predicates_of_every_code_point_equal_this_pythons_str(device):
+    """Compiled predicates over every code point alone (the tables chosen for this Python's Unicode)."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+
+    def bits(s):
+        return (s.isalpha() * 1 + s.isalnum() * 2 + s.isdecimal() * 4 + s.isdigit() * 8 + s.isnumeric() * 16
+                + s.isspace() * 32 + s.isupper() * 64 + s.islower() * 128 + s.istitle() * 256)
+
+    out = on(device, pa.array(chars)).apply(bits).to_pylist()
+    assert out == [bits(c) for c in chars]
