@@ -214,7 +214,7 @@ def test_constant_sets_compile_to_a_compare_chain_without_a_gpu():
     from arrowdev.udf.constant_sets import ConstantSet, with_constant_sets
 
     member = lambda x: x in [1027, 1000, 59, 980, 1027, 1000, 59, 980]  # noqa: E731
-    rewritten = with_constant_sets(member)
+    rewritten = with_constant_sets(member, "cuda")
     assert any(isinstance(c, ConstantSet) for c in rewritten.__code__.co_consts)
     assert rewritten(59) and not rewritten(5)  # same meaning in plain Python
     ptx, result = cuda.compile_ptx(rewritten, (types.int64,), device=True, cc=kernels.CI_COMPUTE_CAPABILITY)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import ArrowDevError, DeviceUnavailableError
-from . import deps, loads, na
+from . import cache, deps, loads, na
 from .constant_sets import with_constant_sets
 from .strings import intrinsics as string_intrinsics
 from .strings import with_string_constants
@@ -128,7 +128,7 @@ def _numba_args(spec: KernelSpec) -> tuple:
     args = []
     for dtype, has_validity in spec.inputs:
         if dtype.startswith("utf8"):
-            string_intrinsics()  # the string types' typing and lowering, registered once
+            string_intrinsics()[spec.target]  # the string types' typing and lowering, registered once
             base = _string_view()
         elif dtype == "<f2" and spec.target == "cpu":
             base = types.float32  # numba's CPU target has no float16: the kernel widens the bits exactly
@@ -146,10 +146,10 @@ def _string_view() -> Any:
     return string_types().string_view
 
 
-def prepared(f: Callable) -> Callable:
+def prepared(f: Callable, target: str = "cpu") -> Callable:
     """The UDF as numba compiles it: constant number sets and string literals swapped for typed
     constants (:mod:`.constant_sets`, :mod:`.strings.literals`); same meaning in plain Python."""
-    return with_string_constants(with_constant_sets(f))
+    return with_string_constants(with_constant_sets(f, target))
 
 
 def udf_result_type(f: Callable, spec: KernelSpec) -> Any:
@@ -162,7 +162,9 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
     CUDA this is ``numba.cuda.compile_ptx(..., device=True)``: it types and lowers the UDF without a
     GPU, so CI catches what the CUDA target cannot compile. Allocation and row failure are read off
     the compiled code: they reference the arena state or the row-failure flags (strings/managed.py)."""
-    na.register_numba_typing()
+    deps.require_compiler(spec.target)
+    na.register_numba_typing(spec.target)
+    string_intrinsics()[spec.target]  # string types and literals: registered with the target once
     key = (function_key(f), spec.inputs, spec.null_mode, spec.target, spec.window)
     with _lock:
         if key in _result_cache:
@@ -171,7 +173,20 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
         raise UDFCompileError(f"cannot compile {_describe(f)}: `raise` is not supported on the GPU "
                               "(numba-cuda does not report exceptions from kernels); return ad.NA instead")
     args = _numba_args(spec)
-    compiled = prepared(f)
+    disk_key = cache.entry_key(f, ("traits", *key[1:]))
+    traits = _decode_traits(cache.load_entry(disk_key))
+    if traits is None:
+        traits = _probe(f, spec, args)
+        cache.store_entry(disk_key, _encode_traits(traits))
+    with _lock:
+        _result_cache[key] = traits
+    return traits
+
+
+def _probe(f: Callable, spec: KernelSpec, args: tuple) -> UDFTraits:
+    """Compiles the UDF alone for the target (see :func:`udf_traits`)."""
+    cache.count_compilation()
+    compiled = prepared(f, spec.target)
     try:
         if spec.target == "cuda":
             from numba import cuda
@@ -191,10 +206,39 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
         if type(e).__module__.startswith(("numba", "numba_cuda")) or "numba" in type(e).__module__:
             raise _friendly(f, e) from e
         raise
-    traits = UDFTraits(result, "arrowdev_arena_state" in code, "arrowdev_row_failed" in code)
-    with _lock:
-        _result_cache[key] = traits
-    return traits
+    return UDFTraits(result, "arrowdev_arena_state" in code, "arrowdev_row_failed" in code)
+
+
+def _encode_traits(traits: UDFTraits) -> tuple | None:
+    """Traits as plain values for the disk cache (the string types are classes made at run time, which
+    pickle cannot name); None for a result type that is not kept."""
+    from numba.core import types
+
+    from .strings.types import string_types
+
+    result = traits.result
+    optional = isinstance(result, types.Optional)
+    base = result.type if optional else result
+    if isinstance(base, string_types().stringlike):
+        name = "string"
+    elif isinstance(base, (types.Boolean, types.Integer, types.Float)):
+        name = str(base)
+    else:
+        return None
+    return ("traits-v1", name, optional, traits.allocates, traits.may_fail)
+
+
+def _decode_traits(entry: Any) -> UDFTraits | None:
+    if not (isinstance(entry, tuple) and len(entry) == 5 and entry[0] == "traits-v1"):
+        return None
+    from numba.core import types
+
+    from .strings.types import string_types
+
+    _, name, optional, allocates, may_fail = entry
+    base = string_types().managed_string if name == "string" else types.boolean if name == "bool" else \
+        getattr(types, name)
+    return UDFTraits(types.optional(base) if optional else base, allocates, may_fail)
 
 
 def _toolkit_missing(error: Exception) -> bool:
@@ -370,7 +414,7 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
     if spec.target == "cuda":
         from numba import cuda
 
-        namespace.update(cuda=cuda, udf=cuda.jit(device=True)(prepared(f)), load_streaming=loads.cuda_intrinsic())
+        namespace.update(cuda=cuda, udf=cuda.jit(device=True)(prepared(f, "cuda")), load_streaming=loads.cuda_intrinsic())
         kernel = cuda.jit(_exec(kernel_source(spec), namespace))
         if spec.arena:
             NRT_KERNELS.add(kernel)
@@ -380,6 +424,8 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
         namespace["udf"] = numba.njit(error_model="numpy")(prepared(f))
         namespace["half_to_float"] = numba.njit(half_to_float)
         kernel = numba.njit(error_model="numpy")(_exec(kernel_source(spec), namespace))
+    # numba asks this hook before compiling a signature and hands it what it compiled (cache.py)
+    kernel._cache = cache.KernelCache(cache.entry_key(f, ("kernel", spec)), spec.target)
     with _lock:
         _cache[key] = kernel
     return kernel
@@ -400,6 +446,9 @@ def cuda_nrt() -> Iterator[None]:
 
 
 def _exec(source: str, namespace: dict[str, Any]) -> Callable:
+    # an importable module name: numba records it in the compiled code's environment, and a kernel
+    # loaded from the disk cache finds its environment again through it
+    namespace.setdefault("__name__", __name__)
     exec(compile(source, "<arrowdev udf kernel>", "exec"), namespace)
     return namespace["kernel"]
 

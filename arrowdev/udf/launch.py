@@ -79,11 +79,27 @@ def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
     kernels that make managed strings, so their MemInfos are counted (NRT is read at compile and link
     time, and is otherwise left as the user set it)."""
     if kernel not in kernels.NRT_KERNELS:
-        return kernel.specialize(n, *args)
+        return _specialize_cached(kernel, [n, *args])
     with kernels.cuda_nrt():
-        specialized = kernel.specialize(n, *args)
+        specialized = _specialize_cached(kernel, [n, *args])
         for compiled in specialized.overloads.values():
             compiled.bind()
+    return specialized
+
+
+def _specialize_cached(kernel: Any, args: list[Any]) -> Any:
+    """``kernel.specialize(*args)``, with the kernel's disk cache (udf/cache.py) handed to the specialised
+    dispatcher, which numba-cuda makes with none: what its ``specialize`` does, plus the cache. Where that
+    dispatcher's private state is not as expected, numba-cuda's own ``specialize`` runs (no disk cache)."""
+    disk = getattr(kernel, "_cache", None)
+    if disk is None or not hasattr(kernel, "_specialized") or not hasattr(kernel, "targetoptions"):
+        return kernel.specialize(*args)
+    argtypes = tuple(kernel.typeof_pyval(a) for a in args)
+    specialized = type(kernel)(kernel.py_func, targetoptions=kernel.targetoptions)
+    specialized._cache = disk
+    specialized.compile(argtypes)
+    specialized.disable_compile()
+    specialized._specialized = True
     return specialized
 
 

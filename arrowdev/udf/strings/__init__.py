@@ -50,17 +50,28 @@ def _cuda_target() -> SimpleNamespace | None:
                            intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
 
 
-@functools.lru_cache(maxsize=None)
-def intrinsics() -> dict[str, dict[str, Any]]:
-    """Registers the string types and operations with every available target (once); returns each
-    target's intrinsics by target name ('cpu', 'cuda')."""
-    from .lowering import register_lowering
-    from .models import register_models
-    from .typing import register_typing
+class _Targets(dict):
+    """Each target's intrinsics by name, registered on first use of that target."""
 
-    out = {}
-    for target in filter(None, (_cpu_target(), _cuda_target())):
+    def __missing__(self, name: str) -> dict[str, Any]:
+        from ...errors import DeviceUnavailableError
+        from .lowering import register_lowering
+        from .models import register_models
+        from .typing import register_typing
+
+        target = _cpu_target() if name == "cpu" else _cuda_target()
+        if target is None:
+            raise DeviceUnavailableError('string UDFs on GPU columns need numba-cuda: pip install "arrowdev[cuda13]"')
         register_models(target)
         register_typing(target)
-        out[target.name] = register_lowering(target)
-    return out
+        self[name] = register_lowering(target)
+        return self[name]
+
+
+_TARGETS = _Targets()
+
+
+def intrinsics() -> dict[str, dict[str, Any]]:
+    """The string types' intrinsics per target name ('cpu', 'cuda'): ``intrinsics()[target]`` registers
+    the types and operations with that target on first use (CPU UDFs never import numba-cuda)."""
+    return _TARGETS

@@ -205,6 +205,7 @@ _gathers: dict[str, Any] = {}
 
 def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any) -> None:
     """Copies each row's bytes to its offset in ``data``: one GPU thread, or one loop step, per row."""
+    from .. import cache
     from . import intrinsics
 
     target = "cuda" if mem.gpu else "cpu"
@@ -214,14 +215,16 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any) -> None:
             from numba import cuda
 
             source = _GATHER_SOURCE.replace("for i in ROWS:", "i = cuda.grid(1)\n    if i < n:")
-            namespace["cuda"] = cuda
+            namespace.update(cuda=cuda, __name__=__name__)
             exec(compile(source, "<arrowdev string gather>", "exec"), namespace)
             _gathers[target] = cuda.jit(namespace["gather"])
         else:
             import numba
 
+            namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
             exec(compile(_GATHER_SOURCE.replace("ROWS", "range(n)"), "<arrowdev string gather>", "exec"), namespace)
             _gathers[target] = numba.njit(namespace["gather"])
+        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather", target)), target)
     if mem.gpu:
         mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), data])
     else:
