@@ -165,3 +165,43 @@ def test_concurrent_first_processes_share_one_folder(script, tmp_path):
         _check(out, 1.0, "numeric")
     assert not list(folder.rglob("*.tmp"))  # every write was renamed into place
     assert run(script, folder, which="numeric")["compiled"] == 0
+
+
+GPU_SCRIPT = textwrap.dedent("""
+    import json
+    import pyarrow as pa
+    import arrowdev as ad
+    from arrowdev.udf import cache
+
+    numbers = ad.column(pa.array([1.0, None, 3.0])).to_device()
+    words = ad.column(pa.array(["ab", None, "été"])).to_device()
+    out = {
+        "numeric": numbers.apply(lambda x: x * 3 + 1).to_pylist(),
+        "ballot": numbers.apply(lambda x: x > 2).to_pylist(),
+        "aware": numbers.apply(lambda x: -1.0 if x is ad.NA else x, null_aware=True).to_pylist(),
+        "string": words.apply(lambda s: s.upper() + "!").to_pylist(),
+        "view": words.apply(lambda s: s + s, string_type="string_view").to_pylist(),
+        "stats": cache.stats(),
+    }
+    print(json.dumps(out))
+    """)
+
+
+@pytest.mark.gpu
+def test_a_second_process_loads_every_gpu_kernel_from_disk(tmp_path):
+    """Plain, ballot, null-aware and managed-string (NRT) kernels: compiled by the first process, loaded by
+    the second, with the same results."""
+    script = tmp_path / "gpu_udfs.py"
+    script.write_text(GPU_SCRIPT)
+    expected = {"numeric": [4.0, None, 10.0], "ballot": [False, None, True], "aware": [1.0, -1.0, 3.0],
+                "string": ["AB!", None, "ÉTÉ!"], "view": ["abab", None, "étéété"]}
+    counts = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              env=_env(tmp_path / "cache"), timeout=600)
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        counts.append(out.pop("stats"))
+        assert out == expected
+    assert counts[0]["compiled"] > 0 and counts[0]["stored"] > 0
+    assert counts[1]["compiled"] == 0 and counts[1]["loaded"] >= 5, counts
