@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev.udf import kernels
+from arrowdev.udf import probe
+from arrowdev.udf.spec import KernelSpec
 from arrowdev.udf.strings import results
 from samples import DEVICES, STRING_TYPES, on
 
@@ -234,13 +235,13 @@ def test_nrt_statistics_balance_on_the_gpu(monkeypatch):
 def test_cuda_typing_and_lowering_without_a_gpu(name):
     for kind in ("utf8_32", "utf8_view"):
         for mode in ("propagate", "aware"):
-            traits = kernels.udf_traits(UDFS[name], kernels.KernelSpec(((kind, True),), mode, "", "cuda"))
+            traits = probe.udf_traits(UDFS[name], KernelSpec(((kind, True),), mode, "", "cuda"))
             assert traits.result is not None
-    traits = kernels.udf_traits(UDFS["upper"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    traits = probe.udf_traits(UDFS["upper"], KernelSpec((("utf8_32", False),), "none", "", "cuda"))
     assert traits.allocates and not traits.may_fail
-    traits = kernels.udf_traits(UDFS["int"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    traits = probe.udf_traits(UDFS["int"], KernelSpec((("utf8_32", False),), "none", "", "cuda"))
     assert traits.may_fail and not traits.allocates
-    traits = kernels.udf_traits(UDFS["strip"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    traits = probe.udf_traits(UDFS["strip"], KernelSpec((("utf8_32", False),), "none", "", "cuda"))
     assert not traits.allocates  # a slice shares its string's bytes
 
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev.udf import kernels
+from arrowdev.udf import probe
+from arrowdev.udf.spec import KernelSpec
 from samples import DEVICES, STRING_TYPES, on, reference
 
 
@@ -119,10 +120,10 @@ def test_string_literals_keep_their_meaning_in_python():
 @pytest.mark.parametrize("name", list(UDFS))
 @pytest.mark.parametrize("kind", ["utf8_32", "utf8_64", "utf8_view"])
 def test_cuda_typing_and_lowering_without_a_gpu(name, kind):
-    spec = kernels.KernelSpec(((kind, True),), "propagate", "", "cuda")
-    assert kernels.udf_result_type(UDFS[name], spec) is not None
-    aware = kernels.KernelSpec(((kind, True),), "aware", "", "cuda")
-    assert str(kernels.udf_result_type(lambda s: -1 if s is ad.NA else s.count("é"), aware)) == "int64"
+    spec = KernelSpec(((kind, True),), "propagate", "", "cuda")
+    assert probe.udf_result_type(UDFS[name], spec) is not None
+    aware = KernelSpec(((kind, True),), "aware", "", "cuda")
+    assert str(probe.udf_result_type(lambda s: -1 if s is ad.NA else s.count("é"), aware)) == "int64"
 
 
 text = st.one_of(st.none(), st.text(alphabet=st.sampled_from(list("abé日本🎉 xyz")), max_size=20))

@@ -67,8 +67,9 @@ def test_gpu_kernel_without_numba_cuda_names_the_cuda_extra():
     child = _run_child(["numba_cuda", "numba.cuda"], """
         import pyarrow as pa, arrowdev as ad
         from arrowdev.udf import kernels
+        from arrowdev.udf.spec import KernelSpec
         assert ad.column(pa.array([1, 2])).apply(lambda x: x + 1).to_pylist() == [2, 3]
-        spec = kernels.KernelSpec((("<i8", False),), "none", "<i8", "cuda")
+        spec = KernelSpec((("<i8", False),), "none", "<i8", "cuda")
         try:
             kernels.compile_kernel(lambda x: x + 1, spec)
         except ad.DeviceUnavailableError as e:

@@ -23,7 +23,8 @@ import numpy as np
 
 from .. import _capsules
 from ..types import DataType, Device
-from . import deps, kernels
+from . import codegen, deps, kernels, probe
+from .spec import KernelSpec, function_key
 from .launch import DeviceView, launch
 from .types import element_dtype, input_kind, output_types
 
@@ -40,7 +41,7 @@ class _Input:
         self.has_validity = null_count > 0 and bool(held.buffers[0])
 
     def kernel_args(self, mem: _Memory, n: int) -> list[Any]:
-        """(data, validity, offset, extra) as the kernel takes them (see kernels._load)."""
+        """(data, validity, offset, extra) as the kernel takes them (see codegen._load)."""
         held, offset = self.held, self.held.offset
         extra: Any = np.int64(0)
         if self.kind in ("utf8_32", "utf8_64"):
@@ -144,7 +145,7 @@ class _Memory:
 class _Plan:
     """What one UDF over inputs of given kinds compiles to: the kernel and its output types."""
 
-    spec: kernels.KernelSpec
+    spec: KernelSpec
     kernel: Any
     arrow_out: DataType | None  # None: a string type, fixed after the launch
     out_np: np.dtype | None  # None: bool (bits) or strings
@@ -164,7 +165,7 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
     mode = "aware" if window or null_aware else ("propagate" if nullable else "none")
     kinds = tuple((x.kind, x.has_validity) for x in inputs)
     misaligned = len(nullable) == 1 and nullable[0].held.offset % 8 != 0  # its bitmap cannot be shared by bits
-    key = (kernels.function_key(f), kinds, mode, target, window, out_type, string_type, misaligned)
+    key = (function_key(f), kinds, mode, target, window, out_type, string_type, misaligned)
     plan = _plans.get(key)
     if plan is None:
         plan = _plans[key] = _plan(f, kinds, mode, target, window or (0, 0, False), out_type, string_type,
@@ -175,11 +176,11 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
 
 def _plan(f: Callable, kinds: tuple, mode: str, target: str, win: tuple[int, int, bool],
           out_type: DataType | None, string_type: str, misaligned: bool) -> _Plan:
-    traits = kernels.udf_traits(f, kernels.KernelSpec(kinds, mode, "", target, *win))
+    traits = probe.udf_traits(f, KernelSpec(kinds, mode, "", target, *win))
     string_out = string_output_type(traits.result, out_type, string_type)
     if string_out is not None:
         out_kind = "utf8_view" if string_out == "string_view" else "utf8_pairs"
-        spec = kernels.KernelSpec(kinds, mode, out_kind, target, *win, arena=True, flags=True)
+        spec = KernelSpec(kinds, mode, out_kind, target, *win, arena=True, flags=True)
         arrow_out, out_np = None, None
     else:
         arrow_out, out_np = output_types(traits.result, out_type)
@@ -191,7 +192,7 @@ def _plan(f: Callable, kinds: tuple, mode: str, target: str, win: tuple[int, int
         ballot = (target == "cuda" and out_np is None and mode != "aware" and not traits.may_fail and not win[0]
                   and not shares_misaligned)
         out_kind = "ballot" if ballot else ("bits" if out_np is None else out_np.str)
-        spec = kernels.KernelSpec(kinds, mode, out_kind, target, *win, arena=traits.allocates or traits.may_fail,
+        spec = KernelSpec(kinds, mode, out_kind, target, *win, arena=traits.allocates or traits.may_fail,
                                   flags=traits.may_fail)
     return _Plan(spec, kernels.compile_kernel(f, spec), arrow_out, out_np, string_out, traits.allocates)
 
@@ -242,7 +243,7 @@ def _run(plan: _Plan, inputs: list[_Input], mem: _Memory, n: int, nullable: list
 
     def launch(arena: Any) -> None:
         mem.launch(kernel, n, [pad, out, flags, np.int64(arena.state_address if arena else 0), *input_args],
-                   kernels.BALLOT_ROWS if spec.out == "ballot" else 1)
+                   codegen.BALLOT_ROWS if spec.out == "ballot" else 1)
 
     arena = None
     if spec.arena:
@@ -328,7 +329,7 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
     if out_dtype is None:  # no chunks: the output type still comes from the UDF's typing
         inputs_spec = tuple((input_kind(c.type), False) for c in columns)
         target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
-        result = kernels.udf_result_type(f, kernels.KernelSpec(inputs_spec, "none", "", target, *(window or (0, 0, False))))
+        result = probe.udf_result_type(f, KernelSpec(inputs_spec, "none", "", target, *(window or (0, 0, False))))
         string_out = string_output_type(result, wanted, string_type)
         if string_out:
             import pyarrow as pa

@@ -7,7 +7,7 @@ it notice a change in the UDF the kernel calls. arrowdev keys an entry on what t
 - the UDF's code (bytecode, constants, names, nested functions), defaults and closure values, and the
   globals it reads where they are constants (numbers, strings, tuples, arrays, modules by name, other
   functions by their own key); a UDF reading anything else is compiled every time, as before;
-- what the kernel is compiled for (:class:`~.kernels.KernelSpec`: input types, null mode, output, target)
+- what the kernel is compiled for (:class:`~.spec.KernelSpec`: input types, null mode, output, target)
   and, from numba, the signature and the code generator's description (for CUDA: the compute capability);
 - the versions of Python, numba, numba-cuda, llvmlite, arrowdev and a digest of arrowdev's UDF sources.
 

@@ -1,6 +1,6 @@
 """Launching compiled UDF kernels on a GPU with little host work per call.
 
-A kernel's :class:`~.kernels.KernelSpec` fixes every argument type, so each kernel is specialised
+A kernel's :class:`~.spec.KernelSpec` fixes every argument type, so each kernel is specialised
 once (numba types the arguments and links the code on the first launch) and every later launch
 skips numba's per-call work: arguments are laid out as numba lays them out and handed to cuda.core's
 ``launch``. Device arrays are :class:`DeviceView` s (address, length, dtype, owner) rather than numba
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cuda import runtime
 from ..errors import DeviceUnavailableError
-from . import deps, kernels
+from . import deps, nrt
 
 THREADS = 256
 _lock = threading.Lock()
@@ -78,9 +78,9 @@ def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
     """``kernel`` compiled and linked for these argument types; with numba-cuda's runtime (NRT) on for
     kernels that make managed strings, so their MemInfos are counted (NRT is read at compile and link
     time, and is otherwise left as the user set it)."""
-    if kernel not in kernels.NRT_KERNELS:
+    if kernel not in nrt.NRT_KERNELS:
         return _specialize_cached(kernel, [n, *args])
-    with kernels.cuda_nrt():
+    with nrt.cuda_nrt():
         specialized = _specialize_cached(kernel, [n, *args])
         for compiled in specialized.overloads.values():
             compiled.bind()

@@ -26,7 +26,7 @@ class UnsupportedTypeError(TypeError):
     """A column type a numeric UDF cannot take or make."""
 
 
-# string storage -> the input kind kernels know it by (see kernels.kernel_source)
+# string storage -> the input kind kernels know it by (see codegen.kernel_source)
 STRING_KINDS = {"string": "utf8_32", "large_string": "utf8_64", "string_view": "utf8_view"}
 
 
