@@ -24,7 +24,7 @@ import numpy as np
 from .. import _capsules
 from ..types import DataType, Device
 from . import codegen, deps, kernels, probe
-from .spec import KernelSpec, function_key
+from .spec import Kind, KernelSpec, NullMode, Target, function_key
 from .launch import DeviceView, launch
 from .types import element_dtype, input_kind, output_types
 
@@ -37,17 +37,17 @@ class _Input:
     def __init__(self, dtype: DataType, held: Any, null_count: int) -> None:
         self.held, self.null_count = held, null_count
         self.kind = input_kind(dtype)
-        self.np_dtype = None if self.kind == "bits" or self.kind.startswith("utf8") else np.dtype(self.kind)
+        self.np_dtype = self.kind.numpy  # None for bits and strings
         self.has_validity = null_count > 0 and bool(held.buffers[0])
 
     def kernel_args(self, mem: _Memory, n: int) -> list[Any]:
         """(data, validity, offset, extra) as the kernel takes them (see codegen._load)."""
         held, offset = self.held, self.held.offset
         extra: Any = np.int64(0)
-        if self.kind in ("utf8_32", "utf8_64"):
-            data = mem.view(held.buffers[1], offset + n + 1, np.int32 if self.kind == "utf8_32" else np.int64, held)
+        if self.kind in (Kind.UTF8_32, Kind.UTF8_64):
+            data = mem.view(held.buffers[1], offset + n + 1, np.int32 if self.kind == Kind.UTF8_32 else np.int64, held)
             extra = np.int64(held.buffers[2])
-        elif self.kind == "utf8_view":
+        elif self.kind == Kind.UTF8_VIEW:
             data = mem.view(held.buffers[1], 4 * (offset + n), np.int32, held)
             extra = mem.constant_array(np.array([held.buffers[1], *held.buffers[2:-1]], dtype=np.int64))
         elif self.np_dtype is None:
@@ -160,9 +160,9 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
               stream: Any = None, window: tuple[int, int, bool] | None = None,
               string_type: str = "string") -> tuple[DataType, Any]:
     """Applies ``f`` to one aligned set of input chunks; returns (output type, held output)."""
-    target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
+    target = Target.CUDA if device.type in ("cuda", "cuda_managed") else Target.CPU
     nullable = [x for x in inputs if x.has_validity]
-    mode = "aware" if window or null_aware else ("propagate" if nullable else "none")
+    mode = NullMode.AWARE if window or null_aware else (NullMode.PROPAGATE if nullable else NullMode.NONE)
     kinds = tuple((x.kind, x.has_validity) for x in inputs)
     misaligned = len(nullable) == 1 and nullable[0].held.offset % 8 != 0  # its bitmap cannot be shared by bits
     key = (function_key(f), kinds, mode, target, window, out_type, string_type, misaligned)
@@ -174,24 +174,24 @@ def run_chunk(f: Callable, inputs: list[_Input], device: Device, null_aware: boo
     return _run(plan, inputs, mem, inputs[0].held.length, nullable)
 
 
-def _plan(f: Callable, kinds: tuple, mode: str, target: str, win: tuple[int, int, bool],
+def _plan(f: Callable, kinds: tuple, mode: NullMode, target: Target, win: tuple[int, int, bool],
           out_type: DataType | None, string_type: str, misaligned: bool) -> _Plan:
-    traits = probe.udf_traits(f, KernelSpec(kinds, mode, "", target, *win))
+    traits = probe.udf_traits(f, KernelSpec(kinds, mode, None, target, *win))
     string_out = string_output_type(traits.result, out_type, string_type)
     if string_out is not None:
-        out_kind = "utf8_view" if string_out == "string_view" else "utf8_pairs"
+        out_kind = Kind.UTF8_VIEW if string_out == "string_view" else Kind.UTF8_PAIRS
         spec = KernelSpec(kinds, mode, out_kind, target, *win, arena=True, flags=True)
         arrow_out, out_np = None, None
     else:
         arrow_out, out_np = output_types(traits.result, out_type)
-        if target == "cpu" and out_np is not None and out_np == np.float16:
+        if target == Target.CPU and out_np is not None and out_np == np.float16:
             raise TypeError("expected an output type numba's CPU target can write, got float16: pass "
                             "out_type=pa.float32() (float16 outputs work on GPU columns)")
-        shares_misaligned = mode == "propagate" and misaligned and not traits.may_fail
+        shares_misaligned = mode == NullMode.PROPAGATE and misaligned and not traits.may_fail
         # GPU bool results as bits straight from the kernel (a warp ballot per word), when rows start at bit 0
-        ballot = (target == "cuda" and out_np is None and mode != "aware" and not traits.may_fail and not win[0]
+        ballot = (target == Target.CUDA and out_np is None and mode != NullMode.AWARE and not traits.may_fail and not win[0]
                   and not shares_misaligned)
-        out_kind = "ballot" if ballot else ("bits" if out_np is None else out_np.str)
+        out_kind = Kind.BALLOT if ballot else (Kind.BITS if out_np is None else Kind(out_np.str))
         spec = KernelSpec(kinds, mode, out_kind, target, *win, arena=traits.allocates or traits.may_fail,
                                   flags=traits.may_fail)
     return _Plan(spec, kernels.compile_kernel(f, spec), arrow_out, out_np, string_out, traits.allocates)
@@ -225,17 +225,17 @@ def _run(plan: _Plan, inputs: list[_Input], mem: _Memory, n: int, nullable: list
         from ..cuda import runtime
 
         runtime.wait_on_events(mem.stream, [x.held.sync_event for x in inputs])
-    share = mode == "propagate" and len(nullable) == 1 and not spec.flags
+    share = mode == NullMode.PROPAGATE and len(nullable) == 1 and not spec.flags
     pad = nullable[0].held.offset % 8 if share else 0
-    if spec.out == "ballot":
+    if spec.out == Kind.BALLOT:
         out, out_ptr, out_keep = mem.new((n + 31) // 32, np.uint32)
     elif string_out is None:
         out, out_ptr, out_keep = mem.new(pad + n, np.uint8 if out_np is None else out_np)
-    elif spec.out == "utf8_view":
+    elif spec.out == Kind.UTF8_VIEW:
         out, out_ptr, out_keep = mem.new(4 * n, np.int32)
     else:
         out, out_ptr, out_keep = mem.new(2 * n, np.int64)
-    writes_flags = mode == "aware" or spec.flags
+    writes_flags = mode == NullMode.AWARE or spec.flags
     flags, _, flags_keep = mem.new(n, np.uint8) if writes_flags else (mem.stand_in(np.uint8), 0, None)
     input_args: list[Any] = []
     for x in inputs:
@@ -243,11 +243,11 @@ def _run(plan: _Plan, inputs: list[_Input], mem: _Memory, n: int, nullable: list
 
     def launch(arena: Any) -> None:
         mem.launch(kernel, n, [pad, out, flags, np.int64(arena.state_address if arena else 0), *input_args],
-                   codegen.BALLOT_ROWS if spec.out == "ballot" else 1)
+                   codegen.BALLOT_ROWS if spec.out == Kind.BALLOT else 1)
 
     arena = None
     if spec.arena:
-        strings_in = sum(x.kind.startswith("utf8") for x in inputs)
+        strings_in = sum(x.kind.is_string for x in inputs)
         arena = results.launch_with_arena((kernel, mem.device), launch, mem, n, 32 * n * max(strings_in, 1),
                                           plan.allocates or string_out == "string_view")
     else:
@@ -258,7 +258,7 @@ def _run(plan: _Plan, inputs: list[_Input], mem: _Memory, n: int, nullable: list
         arrow_out, value_buffers = results.build_string_output(string_out, mem, n, out, out_keep, arena, keep,
                                                                scratch)
         offset = 0
-    elif spec.out == "ballot":  # the kernel wrote the bits
+    elif spec.out == Kind.BALLOT:  # the kernel wrote the bits
         keep.append(out_keep)
         scratch.append(arena)
         value_buffers, offset = [out_ptr], 0
@@ -308,7 +308,7 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
 
     if not callable(f):
         raise TypeError(f"expected a function, got {type(f).__name__}")
-    deps.require_compiler("cuda" if columns[0].device.type in ("cuda", "cuda_managed") else "cpu")
+    deps.require_compiler(Target.CUDA if columns[0].device.type in ("cuda", "cuda_managed") else Target.CPU)
     wanted = None if out_type is None else DataType.from_arrow(out_type)
     if len(columns) == 1:
         col = columns[0]
@@ -328,8 +328,8 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
         outputs.append(held)
     if out_dtype is None:  # no chunks: the output type still comes from the UDF's typing
         inputs_spec = tuple((input_kind(c.type), False) for c in columns)
-        target = "cuda" if device.type in ("cuda", "cuda_managed") else "cpu"
-        result = probe.udf_result_type(f, KernelSpec(inputs_spec, "none", "", target, *(window or (0, 0, False))))
+        target = Target.CUDA if device.type in ("cuda", "cuda_managed") else Target.CPU
+        result = probe.udf_result_type(f, KernelSpec(inputs_spec, NullMode.NONE, None, target, *(window or (0, 0, False))))
         string_out = string_output_type(result, wanted, string_type)
         if string_out:
             import pyarrow as pa

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import KernelSpec
+from .spec import Kind, KernelSpec, NullMode, Target
 
 __all__ = ["BALLOT_ROWS", "half_to_float", "kernel_source"]
 
@@ -34,21 +34,21 @@ def half_to_float(bits):
     return sign * (1.0 + mantissa / 1024.0) * 2.0 ** (exponent - 15)
 
 
-def _load(k: int, dtype: str, target: str = "cuda", name: str = "") -> str:
+def _load(k: int, dtype: Kind, target: Target = Target.CUDA, name: str = "", streaming: bool = False) -> str:
     """Source that reads row i of input k into x{k} (or ``name``). Strings become views of the column's
     bytes: offsets d{k} and data address e{k}; or 16-byte views d{k} (as int32 x 4) with e{k} holding the
     views' address and then the variadic buffers' addresses (inline strings of <= 12 bytes sit in the
-    view). Target "cuda_streaming" reads plain numbers with streaming loads (see _STREAMED)."""
+    view). ``streaming`` (CUDA): plain numbers are read with streaming loads (see _STREAMED)."""
     x = name or f"x{k}"
-    if dtype in _STREAMED and target == "cuda_streaming":
+    if dtype in _STREAMED and streaming:
         return f"{x} = load_streaming(d{k}, o{k} + i)"
-    if dtype == "bits":
+    if dtype == Kind.BITS:
         return f"{x} = ((d{k}[(o{k} + i) >> 3] >> ((o{k} + i) & 7)) & 1) != 0"
-    if dtype in ("utf8_32", "utf8_64"):
+    if dtype in (Kind.UTF8_32, Kind.UTF8_64):
         return (f"{x} = make_view(e{k} + d{k}[o{k} + i], d{k}[o{k} + i + 1] - d{k}[o{k} + i])")
-    if dtype == "<f2" and target == "cpu":  # d{k} holds the uint16 bits
+    if dtype == Kind.FLOAT16 and target == Target.CPU:  # d{k} holds the uint16 bits
         return f"{x} = np.float32(half_to_float(d{k}[o{k} + i]))"
-    if dtype == "utf8_view":
+    if dtype == Kind.UTF8_VIEW:
         return (f"j{k} = 4 * (o{k} + i); n{k} = d{k}[j{k}]; "
                 f"{x} = make_view(e{k}[0] + 4 * j{k} + 4, n{k}) if n{k} <= 12 else "
                 f"make_view(e{k}[1 + d{k}[j{k} + 2]] + d{k}[j{k} + 3], n{k})")
@@ -59,11 +59,11 @@ def _valid(k: int, row: str = "i") -> str:
     return f"((v{k}[(o{k} + {row}) >> 3] >> ((o{k} + {row}) & 7)) & 1)"
 
 
-def _store(out: str) -> tuple[str, list[str]]:
+def _store(out: Kind | None) -> tuple[str, list[str]]:
     """(statement storing result ``r`` of row i, statements marking row i empty) for an output kind."""
-    if out == "utf8_pairs":  # address and size per row; a gather pass makes the Arrow buffers
+    if out == Kind.UTF8_PAIRS:  # address and size per row; a gather pass makes the Arrow buffers
         return "store_pair(out, i, r)", ["out[2 * i] = 0", "out[2 * i + 1] = 0"]
-    if out == "utf8_view":  # the 16-byte view itself, bytes in the arena or inline
+    if out == Kind.UTF8_VIEW:  # the 16-byte view itself, bytes in the arena or inline
         return "store_view(out, i, r)", ["out[4 * i] = 0", "out[4 * i + 1] = 0", "out[4 * i + 2] = 0",
                                          "out[4 * i + 3] = 0"]
     return "out[pad + i] = r", []
@@ -73,19 +73,19 @@ def kernel_source(spec: KernelSpec) -> str:
     """The Python source of the kernel for ``spec`` (numba compiles it for the target)."""
     params = ", ".join(f"d{k}, v{k}, o{k}, e{k}" for k in range(len(spec.inputs)))
     # CPU: a loop; CUDA: one row per thread (a grid-stride loop measured 28% slower on an H200)
-    rows = "    for i in range(n):" if spec.target == "cpu" else "    i = cuda.grid(1)\n    if i < n:"
+    rows = "    for i in range(n):" if spec.target == Target.CPU else "    i = cuda.grid(1)\n    if i < n:"
     lines = [f"def kernel(n, pad, out, out_valid, arena, {params}):", rows]
     if spec.window:
         return _rolling_source(spec, lines)
     nullable = [k for k, (_, has_validity) in enumerate(spec.inputs) if has_validity]
     body = [_load(k, dtype, spec.target) for k, (dtype, _) in enumerate(spec.inputs)]
-    call = "udf(" + ", ".join(f"a{k}" if k in nullable and spec.null_mode == "aware" else f"x{k}"
+    call = "udf(" + ", ".join(f"a{k}" if k in nullable and spec.null_mode == NullMode.AWARE else f"x{k}"
                               for k in range(len(spec.inputs))) + ")"
     start = ["begin_row(arena)"] if spec.arena else []
     store, empty = _store(spec.out)
     valid = "0 if row_failed() else 1" if spec.arena else "1"
-    guard = " and ".join(_valid(k) for k in nullable) if spec.null_mode == "propagate" else ""
-    if spec.null_mode == "aware":
+    guard = " and ".join(_valid(k) for k in nullable) if spec.null_mode == NullMode.PROPAGATE else ""
+    if spec.null_mode == NullMode.AWARE:
         body += [f"a{k} = x{k} if {_valid(k)} else None" for k in nullable]
         body += [*start, f"r = {call}", "if r is None:", "    out_valid[i] = 0", *_indent(empty), "else:",
                  f"    {store}", f"    out_valid[i] = {valid}"]
@@ -93,7 +93,7 @@ def kernel_source(spec: KernelSpec) -> str:
         computed = [*start, f"r = {call}", store, f"out_valid[i] = {valid}"]
         body += ([f"if {guard}:", *_indent(computed), "else:", "    out_valid[i] = 0", *_indent(empty)] if guard
                  else computed)
-    elif spec.out == "ballot":
+    elif spec.out == Kind.BALLOT:
         return _ballot_source(spec, lines[0], nullable)
     elif guard:
         body += [f"if {guard}:", *_indent(start), f"    out[pad + i] = {call}"]
@@ -110,7 +110,8 @@ def kernel_source(spec: KernelSpec) -> str:
 BALLOT_ROWS = 4
 # Element types a ballot kernel reads with ld.global.cs (loads.py: evict-first, the data is read once);
 # worth 0.05-0.07 of copy bandwidth there. Bits, strings, bytes and float16 keep ordinary loads.
-_STREAMED = frozenset({"<i2", "<i4", "<i8", "<u2", "<u4", "<u8", "<f4", "<f8"})
+_STREAMED = frozenset({Kind.INT16, Kind.INT32, Kind.INT64, Kind.UINT16, Kind.UINT32, Kind.UINT64, Kind.FLOAT32,
+                       Kind.FLOAT64})
 
 
 def _ballot_source(spec: KernelSpec, header: str, nullable: list[int]) -> str:
@@ -124,7 +125,7 @@ def _ballot_source(spec: KernelSpec, header: str, nullable: list[int]) -> str:
     body: list[str] = []
     for q in range(BALLOT_ROWS):
         body.append(f"i = min(first + {32 * q}, n - 1)")
-        body += [_load(k, dtype, "cuda_streaming", f"x{k}_{q}") for k, (dtype, _) in enumerate(spec.inputs)]
+        body += [_load(k, dtype, Target.CUDA, f"x{k}_{q}", streaming=True) for k, (dtype, _) in enumerate(spec.inputs)]
     for q in range(BALLOT_ROWS):
         row = f"first + {32 * q}"
         guard = " and ".join([f"{row} < n", *(_valid(k, row) for k in nullable)])
@@ -146,7 +147,7 @@ def _rolling_source(spec: KernelSpec, lines: list[str]) -> str:
     dtype, has_validity = spec.inputs[0]
     before = spec.window // 2 if spec.center else spec.window - 1
     after = spec.window - 1 - before
-    scratch = (f"buf = cuda.local.array({spec.window}, np.{_numba_name(dtype)})" if spec.target == "cuda"
+    scratch = (f"buf = cuda.local.array({spec.window}, np.{_numba_name(dtype)})" if spec.target == Target.CUDA
                else f"buf = np.empty({spec.window}, np.{_numba_name(dtype)})")
     body = [
         scratch, "count = 0",
@@ -162,5 +163,5 @@ def _rolling_source(spec: KernelSpec, lines: list[str]) -> str:
     return "\n".join(lines + ["        " + b for b in body]) + "\n"
 
 
-def _numba_name(dtype: str) -> str:
-    return "bool_" if dtype == "bits" else np.dtype(dtype).name
+def _numba_name(dtype: Kind) -> str:
+    return "bool_" if dtype == Kind.BITS else np.dtype(dtype).name

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import cache, codegen, deps, loads, nrt, probe
-from .spec import KernelSpec, function_key
+from .spec import KernelSpec, Target, function_key
 from .strings import intrinsics as string_intrinsics
 
 __all__ = ["cache_size", "compile_kernel"]
@@ -28,10 +28,10 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
             return _cache[key]
     probe.udf_result_type(f, spec)  # friendly errors, and the GPU check for `raise`
     namespace: dict[str, Any] = {"np": np, **string_intrinsics()[spec.target]}
-    if spec.target == "cuda":
+    if spec.target == Target.CUDA:
         from numba import cuda
 
-        udf = cuda.jit(device=True)(probe.prepared(f, "cuda"))
+        udf = cuda.jit(device=True)(probe.prepared(f, Target.CUDA))
         namespace.update(cuda=cuda, udf=udf, load_streaming=loads.cuda_intrinsic())
         kernel = cuda.jit(_exec(codegen.kernel_source(spec), namespace))
         if spec.arena:

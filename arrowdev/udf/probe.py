@@ -13,7 +13,7 @@ from ..errors import DeviceUnavailableError
 from . import cache, deps, na
 from .compile_errors import UDFCompileError, describe, friendly, raises, toolkit_missing
 from .constant_sets import with_constant_sets
-from .spec import KernelSpec, UDFTraits, function_key
+from .spec import Kind, KernelSpec, NullMode, Target, UDFTraits, function_key
 from .strings import intrinsics as string_intrinsics
 from .strings import with_string_constants
 
@@ -30,14 +30,14 @@ def _numba_args(spec: KernelSpec) -> tuple:
 
     args = []
     for dtype, has_validity in spec.inputs:
-        if dtype.startswith("utf8"):
+        if dtype.is_string:
             string_intrinsics()[spec.target]  # the string types' typing and lowering, registered once
             base = _string_view()
-        elif dtype == "<f2" and spec.target == "cpu":
+        elif dtype == Kind.FLOAT16 and spec.target == Target.CPU:
             base = types.float32  # numba's CPU target has no float16: the kernel widens the bits exactly
         else:
-            base = types.boolean if dtype == "bits" else from_dtype(np.dtype(dtype))
-        args.append(types.optional(base) if spec.null_mode == "aware" and has_validity else base)
+            base = types.boolean if dtype == Kind.BITS else from_dtype(np.dtype(dtype))
+        args.append(types.optional(base) if spec.null_mode == NullMode.AWARE and has_validity else base)
     if spec.window:
         return (types.Array(args[0] if not isinstance(args[0], types.Optional) else args[0].type, 1, "C"),)
     return tuple(args)
@@ -49,7 +49,7 @@ def _string_view() -> Any:
     return string_types().string_view
 
 
-def prepared(f: Callable, target: str = "cpu") -> Callable:
+def prepared(f: Callable, target: Target = Target.CPU) -> Callable:
     """The UDF as numba compiles it: constant number sets and string literals swapped for typed
     constants (:mod:`.constant_sets`, :mod:`.strings.literals`); same meaning in plain Python."""
     return with_string_constants(with_constant_sets(f, target))
@@ -72,7 +72,7 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
     with _lock:
         if key in _result_cache:
             return _result_cache[key]
-    if spec.target == "cuda" and raises(f):
+    if spec.target == Target.CUDA and raises(f):
         raise UDFCompileError(f"cannot compile {describe(f)}: `raise` is not supported on the GPU "
                               "(numba-cuda does not report exceptions from kernels); return ad.NA instead")
     args = _numba_args(spec)
@@ -91,7 +91,7 @@ def _probe(f: Callable, spec: KernelSpec, args: tuple) -> UDFTraits:
     cache.count_compilation()
     compiled = prepared(f, spec.target)
     try:
-        if spec.target == "cuda":
+        if spec.target == Target.CUDA:
             from numba import cuda
 
             code, result = cuda.compile_ptx(compiled, args, device=True, cc=_compute_capability())
