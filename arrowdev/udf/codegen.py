@@ -119,7 +119,7 @@ def _ballot_source(spec: KernelSpec, header: str, nullable: list[int]) -> str:
     (a ballot makes them one uint32 word, written by lane 0; rows start at bit 0) and covers
     BALLOT_ROWS such words. All of a warp's loads come first, at row indices clamped to the column, so
     they are in flight together; rows past the end and null rows vote False. The launch gives each
-    thread BALLOT_ROWS rows (``_Memory.launch``)."""
+    thread BALLOT_ROWS rows (``Memory.launch``)."""
     lines = [header, "    t = cuda.grid(1)", f"    first = (t >> 5) * {32 * BALLOT_ROWS}",
              "    if first < n:  # the same for the whole warp, which votes together", "        first += t & 31"]
     body: list[str] = []
