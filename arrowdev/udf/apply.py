@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..types import DataType, Device
-from . import deps, probe
+from . import chunks, deps, probe
 from .execute import run_plan
 from .inputs import Input
 from .memory import Memory
@@ -35,25 +35,17 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
                   stream: Any = None, window: tuple[int, int, bool] | None = None,
                   string_type: str = "string") -> Any:
     """``f`` applied row by row over equally long columns on one device; a new column."""
-    from ..column import ArrowColumn, struct_field
-    from ..table import ArrowTable
-
     if not callable(f):
         raise TypeError(f"expected a function, got {type(f).__name__}")
     deps.require_compiler(Target.CUDA if columns[0].device.type in ("cuda", "cuda_managed") else Target.CPU)
     wanted = None if out_type is None else DataType.from_arrow(out_type)
-    if len(columns) == 1:
-        col = columns[0]
-        segments = [[(col.type, chunk, col._chunk_null_count(i))] for i, chunk in enumerate(col._chunks)]
-        device = col.device
-    else:
-        names = [f"c{i}" for i in range(len(columns))]
-        table = ArrowTable([c.rename(n) for c, n in zip(columns, names)], len(columns[0]))
-        struct = table._as_struct_column()
-        aligned = [ArrowColumn(c.type, [struct_field(b, i) for b in struct._chunks]) for i, c in enumerate(columns)]
-        segments = [[(c.type, c._chunks[j], c._chunk_null_count(j)) for c in aligned]
-                    for j in range(struct.num_chunks)]
-        device = table.device
+    for col in columns[1:]:
+        if len(col) != len(columns[0]):
+            raise ValueError(f"expected every column to have {len(columns[0])} rows, got {len(col)} in {col.name!r}")
+    if len({(c.device_type, c.device_id) for col in columns for c in col._chunks}) > 1:
+        raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
+    device = columns[0].device
+    segments = chunks.aligned_segments([chunks.of(c) for c in columns])
     outputs, out_dtype = [], None
     for segment in segments:
         inputs = [Input(dtype, held, nulls) for dtype, held, nulls in segment]
@@ -71,4 +63,4 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
             out_dtype = DataType.from_arrow(getattr(pa, string_out)())
         else:
             out_dtype = output_types(result, wanted)[0]
-    return ArrowColumn(out_dtype, outputs)
+    return type(columns[0])(out_dtype, outputs)  # an ArrowColumn, made without importing column.py

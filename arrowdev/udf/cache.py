@@ -41,8 +41,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["KernelCache", "cache_dir", "count_compilation", "entry_key", "fingerprint", "fixed_key", "load_entry", "stats",
-           "store_entry"]
+__all__ = ["KernelCache", "cache_dir", "count_compilation", "entry_key", "fingerprint", "fixed_key", "load_entry",
+           "stats", "store_entry"]
 
 _lock = threading.Lock()
 _stats = {"compiled": 0, "loaded": 0, "stored": 0, "corrupt": 0}
