@@ -25,10 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .layout import ALLOCATOR_DEVICE_MALLOC, HEADER, ArenaWord, MemInfo
 from .types import string_types
 
-HEADER = 48  # bytes of a MemInfo block header (NRT's MemInfo is 40 bytes on CUDA, 48 on the CPU)
-STATE_WORDS = 4  # base, capacity, claimed, allocator
 MAX_THREADS_PER_BLOCK = 1024
 
 
@@ -107,7 +106,8 @@ def register_managed(target: Any) -> dict[str, Any]:
         if not cuda:
             return _from_arena(context, builder, state, nbytes)
         out = cgutils.alloca_once(builder, context.get_value_type(t.managed_string))
-        device_malloc = builder.icmp_signed("==", builder.load(builder.gep(state, [i64(3)])), i64(1))
+        allocator = builder.load(builder.gep(state, [i64(int(ArenaWord.ALLOCATOR))]))
+        device_malloc = builder.icmp_signed("==", allocator, i64(int(ALLOCATOR_DEVICE_MALLOC)))
         with builder.if_else(device_malloc, likely=False) as (then, otherwise):
             with then:
                 builder.store(_from_device_malloc(context, builder, state, nbytes), out)
@@ -123,7 +123,8 @@ def register_managed(target: Any) -> dict[str, Any]:
         out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
         failed = cgutils.is_null(builder, meminfo)
         readable = builder.select(failed, state, builder.bitcast(meminfo, i64.as_pointer()))  # never load via NULL
-        data = builder.select(failed, builder.ptrtoint(state, i64), builder.load(builder.gep(readable, [i64(3)])))
+        data = builder.select(failed, builder.ptrtoint(state, i64),
+                              builder.load(builder.gep(readable, [i64(int(MemInfo.DATA))])))
         out.meminfo = builder.bitcast(meminfo, out.meminfo.type)
         out.data = builder.inttoptr(data, out.data.type)
         out.size = builder.select(failed, i64(0), nbytes)
@@ -132,19 +133,21 @@ def register_managed(target: Any) -> dict[str, Any]:
     def _from_arena(context, builder, state, nbytes):
         rounded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))
         total = builder.add(rounded, i64(HEADER))
-        counter = builder.gep(state, [i64(2)])
+        counter = builder.gep(state, [i64(int(ArenaWord.CLAIMED))])
         claimed = (_warp_claim(builder, counter, total) if cuda
                    else builder.atomic_rmw("add", counter, total, "monotonic"))
-        capacity = builder.load(builder.gep(state, [i64(1)]))
+        capacity = builder.load(builder.gep(state, [i64(int(ArenaWord.CAPACITY))]))
         fits = builder.icmp_signed("<=", builder.add(claimed, total), capacity)
         out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
         with builder.if_else(fits) as (then, otherwise):
             with then:
-                block = builder.add(builder.load(builder.gep(state, [i64(0)])), claimed)
+                block = builder.add(builder.load(builder.gep(state, [i64(int(ArenaWord.BASE))])), claimed)
                 header = builder.inttoptr(block, i64.as_pointer())
                 data = builder.add(block, i64(HEADER))
-                for slot, value in enumerate((i64(2), i64(0), i64(0), data, nbytes)):  # NRT's MemInfo layout
-                    builder.store(value, builder.gep(header, [i64(slot)]))
+                fields = {MemInfo.REFCT: i64(2), MemInfo.DTOR: i64(0), MemInfo.DTOR_INFO: i64(0), MemInfo.DATA: data,
+                          MemInfo.SIZE: nbytes}
+                for slot, value in fields.items():  # in slot order, as before
+                    builder.store(value, builder.gep(header, [i64(int(slot))]))
                 out.meminfo = builder.inttoptr(block, out.meminfo.type)
                 out.data = builder.inttoptr(data, out.data.type)
                 out.size = nbytes
@@ -235,7 +238,7 @@ def register_managed(target: Any) -> dict[str, Any]:
     def arena_base(typingctx):
         """The arena's base address (string_view outputs address it as 2 GiB windows)."""
         def codegen(context, builder, sig, args):
-            return builder.load(builder.gep(builder.load(state_slot(builder)), [i64(0)]))
+            return builder.load(builder.gep(builder.load(state_slot(builder)), [i64(int(ArenaWord.BASE))]))
 
         return types.int64(), codegen
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ... import _capsules
 from ...types import DataType
-from .managed import HEADER, STATE_WORDS
+from .layout import ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS, ArenaWord, MemInfo
 
 MAX_RUNS = 6
 WINDOW = 1 << 31  # string_view buffer offsets are int32
@@ -65,14 +65,17 @@ class Arena:
     def __init__(self, mem: Any, capacity: int) -> None:
         self.mem, self.capacity, self.meminfos = mem, capacity, 0
         _, self.base, self._bytes = mem.new(max(capacity, 1), np.uint8)
-        allocator = 1 if device_malloc_for_benchmarks and mem.gpu else 0
-        self.state = _on(mem, np.array([self.base, capacity, 0, allocator], dtype=np.int64))
+        allocator = ALLOCATOR_DEVICE_MALLOC if device_malloc_for_benchmarks and mem.gpu else ALLOCATOR_ARENA
+        state = np.zeros(STATE_WORDS, dtype=np.int64)
+        state[[ArenaWord.BASE, ArenaWord.CAPACITY, ArenaWord.CLAIMED, ArenaWord.ALLOCATOR]] = [self.base, capacity, 0,
+                                                                                          allocator]
+        self.state = _on(mem, state)
         self.state_address = _address(mem, self.state)
         _count(arenas_live=1, arena_bytes_live=capacity)
 
     def claimed(self) -> int:
         """Bytes the launch asked for (waits for the launch)."""
-        return _scalar(self.mem, self.state, 2)
+        return _scalar(self.mem, self.state, ArenaWord.CLAIMED)
 
     def check_meminfos(self, used: int) -> None:
         """Walks the blocks: every MemInfo must be back at a count of one, the arena's own reference, so
@@ -81,7 +84,7 @@ class Arena:
         at = 0
         while at < used:
             header = raw[at:at + HEADER].view(np.int64)
-            refct, size = int(header[0]), int(header[4])
+            refct, size = int(header[MemInfo.REFCT]), int(header[MemInfo.SIZE])
             if refct != 1:
                 raise AssertionError(f"MemInfo at arena offset {at} has reference count {refct}, expected 1")
             at += HEADER + ((size + 7) & ~7)
