@@ -259,7 +259,8 @@ def _kernel_arg_types(spec):
 
     array = lambda dtype: types.Array(dtype, 1, "C")  # noqa: E731
     data = {"bits": types.uint8, "utf8_32": types.int32, "utf8_64": types.int64, "utf8_view": types.int32}
-    out = {"ballot": types.uint32, "bits": types.uint8}.get(spec.out) or from_dtype(np.dtype(spec.out))
+    outputs = {"ballot": types.uint32, "bits": types.uint8, "utf8_pairs": types.int64, "utf8_view": types.int32}
+    out = outputs.get(spec.out) or from_dtype(np.dtype(spec.out))
     args = [types.int64, types.int64, array(out), array(types.uint8), types.int64]
     for dtype, _ in spec.inputs:
         element = data.get(dtype) or from_dtype(np.dtype(dtype))
@@ -287,6 +288,26 @@ def test_whole_cuda_kernels_compile_without_a_gpu(f, inputs, mode, monkeypatch):
     out = "<f8" if mode != "aware" else "<i8"
     ptx = _kernel_ptx(f, KernelSpec(inputs, mode, out, "cuda"), monkeypatch)
     assert ".entry" in ptx and "st.global" in ptx
+
+
+STRING_KERNELS = [  # kernels with an arena (NRT on): strings made, rows that may fail, both output layouts
+    (lambda s: s.upper() + "!", (("utf8_32", True),), "propagate", "utf8_pairs"),
+    (lambda s: s + s, (("utf8_view", False),), "none", "utf8_view"),
+    (lambda s: s.strip().lower() if s is not ad.NA else ad.NA, (("utf8_64", True),), "aware", "utf8_pairs"),
+    (lambda s: float(s), (("utf8_32", True),), "propagate", "<f8"),
+]
+
+
+@pytest.mark.parametrize("f,inputs,mode,out", STRING_KERNELS)
+def test_string_making_kernels_compile_for_cuda_without_a_gpu(f, inputs, mode, out, monkeypatch):
+    from arrowdev.udf import nrt
+
+    spec = KernelSpec(inputs, mode, out, "cuda", arena=True, flags=True)
+    with nrt.cuda_nrt():
+        ptx = _kernel_ptx(f, spec, monkeypatch)
+    assert ".entry" in ptx and "arrowdev_arena_state" in ptx  # rows find the launch's arena
+    if out.startswith("utf8"):  # a string's block is claimed by an atomic add
+        assert "atom.global.add" in ptx or "atom.add" in ptx
 
 
 @pytest.mark.parametrize("f,inputs,streamed", BALLOT_UDFS)
