@@ -19,11 +19,13 @@ from __future__ import annotations
 import types as pytypes
 from typing import Any
 
-# Bound per target by ``bind``: intrinsics, the lowering module's helpers, and the Unicode tables.
-byte_at = size_of = new_string = set_byte = substring = fail_row = view_of = None
-chars_before = code_point_at = in_ranges = find_byte = rfind_byte = matches_at = _width_of = None
-fused_multiply_add = POW10 = None
-SPACE_CHAR = UPPER_MAP = LOWER_MAP = TITLE_MAP = SPACE = UPPER = LOWER = CASED = CASE_IGNORABLE = DECIMAL = None
+# Names the functions below read as globals without this module defining them: ``bind`` supplies them per
+# target (that target's intrinsics, the lowering module's helpers, the Unicode tables) in a namespace of the
+# functions' own; this module's globals are never rebound.
+BOUND = ("byte_at", "size_of", "new_string", "set_byte", "substring", "fail_row", "view_of", "chars_before",
+         "code_point_at", "in_ranges", "find_byte", "rfind_byte", "matches_at", "_width_of", "fused_multiply_add",
+         "POW10", "SPACE_CHAR", "UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "SPACE", "UPPER", "LOWER", "CASED",
+         "CASE_IGNORABLE", "DECIMAL")
 
 HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "int64", "_mapped_size": "int64",
            "_write_mapped": "int64", "_final_sigma": "boolean", "_byte_of_char": "int64", "_previous": "int64",
@@ -778,6 +780,9 @@ def bind(names: dict[str, Any]) -> dict[str, Any]:
 
     import numpy as np
 
+    missing = sorted(set(BOUND) - set(names))
+    if missing:
+        raise RuntimeError(f"string operations need {missing} bound for this target")
     namespace = dict(globals())
     namespace.update(names, np=np, math=math)
     functions = {}
