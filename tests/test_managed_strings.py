@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev.udf import probe
 from arrowdev.udf.spec import KernelSpec
-from arrowdev.udf.strings import results
+from arrowdev.udf import string_results as results
 from samples import DEVICES, STRING_TYPES, on
 
 OUTPUT_TYPES = ["string", "large_string", "string_view"]

@@ -39,7 +39,7 @@ def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, An
 
 def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput) -> Any:
     """Launches the kernel once, or (string arena) until the arena held everything; returns the arena."""
-    from .strings import results
+    from . import string_results as results
 
     n = output.n
     input_args: list[Any] = []

@@ -54,7 +54,7 @@ class ChunkOutput:
     def assemble_values(self, arena: Any) -> None:
         """The value buffers of the Arrow array, from what the kernel wrote (``arena``: the launch's string
         arena or None)."""
-        from .strings import results
+        from . import string_results as results
 
         plan, mem = self.plan, self.mem
         if plan.string_out is not None:

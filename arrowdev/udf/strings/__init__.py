@@ -9,8 +9,9 @@ Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``mod
 ``typing`` (signatures), ``lowering`` (read-only operations, and registration of everything),
 ``operations`` (operations that make or parse strings), ``managed`` (arena allocation, MemInfo headers,
 views, row failure flags), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
-for string constants), ``results`` (host side: arena, re-runs, Arrow string arrays). Each registers with
-both targets, numba's CPU target and numba-cuda's CUDA target.
+for string constants), ``layout`` (MemInfo and arena-state layouts), ``names`` (operation names typing and
+lowering share). The host side (arena, re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``.
+Each registers with one target at a time, numba's CPU target or numba-cuda's CUDA target, on first use.
 """
 
 from __future__ import annotations

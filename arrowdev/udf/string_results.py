@@ -1,5 +1,6 @@
-"""String results of UDFs, host side: the arena a launch allocates managed strings from, the re-run when it
-overflows, and the Arrow string array made from what the kernel stored.
+"""String results of UDFs, host side: the arena a launch allocates managed strings from (and its sizing
+policy), the re-run when it overflows, and the Arrow string array made from what the kernel stored (the
+gather kernel). Outside ``strings/``, which holds the numba extensions compiled code uses.
 
 Lifecycle of one chunk (docs/strings.md has the picture):
 
@@ -25,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ... import _capsules
-from ...types import DataType
-from .layout import ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS, ArenaWord, MemInfo
+from .. import _capsules
+from ..types import DataType
+from .strings.layout import ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS, ArenaWord, MemInfo
 
 MAX_RUNS = 6
 WINDOW = 1 << 31  # string_view buffer offsets are int32
@@ -208,8 +209,8 @@ _gathers: dict[str, Any] = {}
 
 def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any) -> None:
     """Copies each row's bytes to its offset in ``data``: one GPU thread, or one loop step, per row."""
-    from .. import cache
-    from . import intrinsics
+    from . import cache
+    from .strings import intrinsics
 
     target = "cuda" if mem.gpu else "cpu"
     if target not in _gathers:
