@@ -240,7 +240,12 @@ class KernelCache:
     def _entry(self, sig: Any, codegen: Any) -> str | None:
         if self.key is None:
             return None
-        return hashlib.sha256(repr((self.key, str(sig), codegen.magic_tuple())).encode()).hexdigest()
+        nrt = None  # CUDA: whether numba-cuda's runtime was on (it changes the code; the CPU's is always on)
+        if self.target == "cuda":
+            from numba.cuda import config
+
+            nrt = bool(getattr(config, "CUDA_ENABLE_NRT", False))
+        return hashlib.sha256(repr((self.key, str(sig), codegen.magic_tuple(), nrt)).encode()).hexdigest()
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         key = self._entry(sig, target_context.codegen())
