@@ -9,7 +9,7 @@
 
 from . import cuda, debug
 from .column import ArrowColumn, BufferInfo, column
-from .errors import ArrowDevError, DeviceUnavailableError, InvalidArrowError
+from .errors import ArrowDevError, DeviceUnavailableError, InvalidArrowError, MissingDependencyError
 from .table import ArrowTable, table
 from .types import DataType, Device
 from .udf import NA, UDFCompileError
@@ -37,6 +37,7 @@ __all__ = [
     "Device",
     "DeviceUnavailableError",
     "InvalidArrowError",
+    "MissingDependencyError",
     "NA",
     "UDFCompileError",
     "column",

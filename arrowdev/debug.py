@@ -103,7 +103,7 @@ def _arena_counts() -> dict[str, int]:
     """Live string arenas and their bytes, and MemInfos made but not yet released (string UDFs)."""
     import sys
 
-    results = sys.modules.get("arrowdev.udf.strings.results")
+    results = sys.modules.get("arrowdev.udf.string_results")
     if results is None:  # no string UDF ran
         return {}
     stats = results.managed_string_stats()

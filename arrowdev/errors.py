@@ -6,7 +6,7 @@ for a missing device), so both ``except ArrowDevError`` and ``except ValueError`
 arguments raise plain ``TypeError`` / ``ValueError`` worded "expected X, got Y".
 """
 
-__all__ = ["ArrowDevError", "InvalidArrowError", "DeviceUnavailableError"]
+__all__ = ["ArrowDevError", "InvalidArrowError", "DeviceUnavailableError", "MissingDependencyError"]
 
 
 class ArrowDevError(Exception):
@@ -21,3 +21,9 @@ class InvalidArrowError(ArrowDevError, ValueError):
 
 class DeviceUnavailableError(ArrowDevError, RuntimeError):
     """A GPU feature was asked for where no GPU, driver or GPU library (CuPy) is available."""
+
+
+class MissingDependencyError(ArrowDevError, ImportError):
+    """An optional package a feature needs is not installed; the message names the extra to install
+    (``pip install "arrowdev[udf]"``). GPU features missing a GPU package raise
+    :class:`DeviceUnavailableError` instead."""

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import arrowdev as ad
-from arrowdev.udf.strings import results
+from arrowdev.udf import string_results as results
 
 UNIQUE = 10_000  # make_strings repeats this many distinct strings
 WORDS = ["alpha", "ab", "café", "日本", "🎉", "xyz", "abcab", "naïve", "grüße", "b"]

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev.udf import kernels
-from arrowdev.udf.strings import results
+from arrowdev.udf import probe
+from arrowdev.udf.spec import KernelSpec
+from arrowdev.udf import string_results as results
 from samples import DEVICES, STRING_TYPES, on
 
 OUTPUT_TYPES = ["string", "large_string", "string_view"]
@@ -234,13 +235,13 @@ def test_nrt_statistics_balance_on_the_gpu(monkeypatch):
 def test_cuda_typing_and_lowering_without_a_gpu(name):
     for kind in ("utf8_32", "utf8_view"):
         for mode in ("propagate", "aware"):
-            traits = kernels.udf_traits(UDFS[name], kernels.KernelSpec(((kind, True),), mode, "", "cuda"))
+            traits = probe.udf_traits(UDFS[name], KernelSpec(((kind, True),), mode, "", "cuda"))
             assert traits.result is not None
-    traits = kernels.udf_traits(UDFS["upper"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    traits = probe.udf_traits(UDFS["upper"], KernelSpec((("utf8_32", False),), "none", "", "cuda"))
     assert traits.allocates and not traits.may_fail
-    traits = kernels.udf_traits(UDFS["int"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    traits = probe.udf_traits(UDFS["int"], KernelSpec((("utf8_32", False),), "none", "", "cuda"))
     assert traits.may_fail and not traits.allocates
-    traits = kernels.udf_traits(UDFS["strip"], kernels.KernelSpec((("utf8_32", False),), "none", "", "cuda"))
+    traits = probe.udf_traits(UDFS["strip"], KernelSpec((("utf8_32", False),), "none", "", "cuda"))
     assert not traits.allocates  # a slice shares its string's bytes
 
 
@@ -310,7 +311,50 @@ def test_case_tables_are_what_the_generator_makes():
 
     from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
 
-    if unicodedata.unidata_version != unicode_tables.UNICODE_VERSION:
-        pytest.skip("this Python's Unicode differs from the tables' (regenerate to move versions)")
+    assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
     for name, function in gen_unicode_tables.MAPPINGS.items():
         assert getattr(unicode_tables, name) == tuple(gen_unicode_tables.mapping(function)), name
+
+
+def _struct_fields(source: str, name: str) -> list[tuple[str, str]]:
+    """(type, field) of each member of ``struct name { ... }`` in C/C++ source."""
+    import re
+
+    body = re.search(r"struct\s+" + name + r"\s*\{(.*?)\};", source, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/|//[^\n]*", "", body, flags=re.S)
+    fields = []
+    for member in filter(None, (m.strip() for m in body.split(";"))):
+        declared, field = re.match(r"(.*?)(\w+)$", member, re.S).groups()
+        fields.append((" ".join(declared.split()), field))
+    return fields
+
+
+def _installed_source(module: str, relative: str) -> str:
+    import importlib.util
+    from pathlib import Path
+
+    return (Path(importlib.util.find_spec(module).origin).parent / relative).read_text()
+
+
+@pytest.mark.parametrize("module,relative,extra", [
+    ("numba.cuda", "memory_management/nrt.cuh", []),  # numba-cuda's device runtime
+    ("numba", "core/runtime/nrt.cpp", ["external_allocator"]),  # numba's CPU runtime
+])
+def test_meminfo_layout_is_nrts(module, relative, extra):
+    """The arena's block header is NRT's MemInfo: the fields in order, each one word, the whole within HEADER."""
+    from arrowdev.udf.strings import layout
+
+    fields = _struct_fields(_installed_source(module, relative), "MemInfo")
+    assert [field for _, field in fields] == [*layout.MEMINFO_FIELDS, *extra]
+    for declared, field in fields:  # size_t, pointers and an atomic size_t: one 8-byte word each
+        assert "size_t" in declared or "*" in declared or declared.endswith(("_function", "_func")), (declared, field)
+    assert len(fields) * layout.WORD <= layout.HEADER
+    assert [slot.value for slot in layout.MemInfo] == list(range(len(layout.MEMINFO_FIELDS)))
+
+
+def test_arena_state_words_are_what_the_kernel_reads():
+    from arrowdev.udf.strings import layout
+
+    assert layout.STATE_WORDS == 4 and list(layout.ArenaWord) == sorted(layout.ArenaWord)
+    col = ad.column(pa.array(["ab", "c"]))
+    assert col.apply(lambda s: s.upper() * 3).to_pylist() == ["ABABAB", "CCC"]  # the CPU kernel used them

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev.udf import kernels
+from arrowdev.udf import probe
+from arrowdev.udf.spec import KernelSpec
 from samples import DEVICES, STRING_TYPES, on, reference
 
 
@@ -97,8 +98,7 @@ def test_unicode_tables_are_what_the_generator_makes():
 
     from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
 
-    if unicodedata.unidata_version != unicode_tables.UNICODE_VERSION:
-        pytest.skip("this Python's Unicode differs from the tables' (regenerate to move versions)")
+    assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
     for name, predicate in gen_unicode_tables.PREDICATES.items():
         flat = tuple(v for pair in gen_unicode_tables.ranges(predicate) for v in pair)
         assert getattr(unicode_tables, name) == flat, name
@@ -120,10 +120,10 @@ def test_string_literals_keep_their_meaning_in_python():
 @pytest.mark.parametrize("name", list(UDFS))
 @pytest.mark.parametrize("kind", ["utf8_32", "utf8_64", "utf8_view"])
 def test_cuda_typing_and_lowering_without_a_gpu(name, kind):
-    spec = kernels.KernelSpec(((kind, True),), "propagate", "", "cuda")
-    assert kernels.udf_result_type(UDFS[name], spec) is not None
-    aware = kernels.KernelSpec(((kind, True),), "aware", "", "cuda")
-    assert str(kernels.udf_result_type(lambda s: -1 if s is ad.NA else s.count("é"), aware)) == "int64"
+    spec = KernelSpec(((kind, True),), "propagate", "", "cuda")
+    assert probe.udf_result_type(UDFS[name], spec) is not None
+    aware = KernelSpec(((kind, True),), "aware", "", "cuda")
+    assert str(probe.udf_result_type(lambda s: -1 if s is ad.NA else s.count("é"), aware)) == "int64"
 
 
 text = st.one_of(st.none(), st.text(alphabet=st.sampled_from(list("abé日本🎉 xyz")), max_size=20))
@@ -153,3 +153,16 @@ def _check_property(device, values, needle, arrow_type):
     ]
     for f in udfs:
         assert col.apply(f).to_pylist() == reference(f, values)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_predicates_of_every_code_point_equal_this_pythons_str(device):
+    """Compiled predicates over every code point alone (the tables chosen for this Python's Unicode)."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+
+    def bits(s):
+        return (s.isalpha() * 1 + s.isalnum() * 2 + s.isdecimal() * 4 + s.isdigit() * 8 + s.isnumeric() * 16
+                + s.isspace() * 32 + s.isupper() * 64 + s.islower() * 128 + s.istitle() * 256)
+
+    out = on(device, pa.array(chars)).apply(bits).to_pylist()
+    assert out == [bits(c) for c in chars]

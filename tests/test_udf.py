@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev.udf import kernels
+from arrowdev.udf import codegen, kernels, probe
+from arrowdev.udf.spec import KernelSpec
 from samples import DEVICES, on, reference
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
@@ -214,10 +215,10 @@ def test_constant_sets_compile_to_a_compare_chain_without_a_gpu():
     from arrowdev.udf.constant_sets import ConstantSet, with_constant_sets
 
     member = lambda x: x in [1027, 1000, 59, 980, 1027, 1000, 59, 980]  # noqa: E731
-    rewritten = with_constant_sets(member)
+    rewritten = with_constant_sets(member, "cuda")
     assert any(isinstance(c, ConstantSet) for c in rewritten.__code__.co_consts)
     assert rewritten(59) and not rewritten(5)  # same meaning in plain Python
-    ptx, result = cuda.compile_ptx(rewritten, (types.int64,), device=True, cc=kernels.CI_COMPUTE_CAPABILITY)
+    ptx, result = cuda.compile_ptx(rewritten, (types.int64,), device=True, cc=probe.CI_COMPUTE_CAPABILITY)
     assert str(result) == "bool"
     assert "bra" not in ptx.split("{", 1)[1]  # no loop: one comparison per distinct constant, no branch
     untouched = lambda x: x + 1  # noqa: E731
@@ -237,9 +238,9 @@ CUDA_UDFS = [
 
 @pytest.mark.parametrize("f,inputs,mode", CUDA_UDFS)
 def test_cuda_typing_and_lowering_without_a_gpu(f, inputs, mode):
-    spec = kernels.KernelSpec(inputs, mode, "", "cuda")
-    assert kernels.udf_result_type(f, spec) is not None
-    assert "def kernel(" in kernels.kernel_source(kernels.KernelSpec(inputs, mode, "<f8", "cuda"))
+    spec = KernelSpec(inputs, mode, "", "cuda")
+    assert probe.udf_result_type(f, spec) is not None
+    assert "def kernel(" in codegen.kernel_source(KernelSpec(inputs, mode, "<f8", "cuda"))
 
 
 BALLOT_UDFS = [  # bool results written as bits by warp ballots: whole kernels, not just the UDF
@@ -252,13 +253,14 @@ BALLOT_UDFS = [  # bool results written as bits by warp ballots: whole kernels, 
 
 
 def _kernel_arg_types(spec):
-    """numba types of a kernel's arguments as apply.py passes them (see kernels.kernel_source)."""
+    """numba types of a kernel's arguments as apply.py passes them (see codegen.kernel_source)."""
     from numba.core import types
     from numba.np.numpy_support import from_dtype
 
     array = lambda dtype: types.Array(dtype, 1, "C")  # noqa: E731
     data = {"bits": types.uint8, "utf8_32": types.int32, "utf8_64": types.int64, "utf8_view": types.int32}
-    out = {"ballot": types.uint32, "bits": types.uint8}.get(spec.out) or from_dtype(np.dtype(spec.out))
+    outputs = {"ballot": types.uint32, "bits": types.uint8, "utf8_pairs": types.int64, "utf8_view": types.int32}
+    out = outputs.get(spec.out) or from_dtype(np.dtype(spec.out))
     args = [types.int64, types.int64, array(out), array(types.uint8), types.int64]
     for dtype, _ in spec.inputs:
         element = data.get(dtype) or from_dtype(np.dtype(dtype))
@@ -275,27 +277,47 @@ def _kernel_ptx(f, spec, monkeypatch):
     from numba.cuda import dispatcher
 
     # a device function called from a kernel compiles for the current device: name CI's instead
-    ci_device = types.SimpleNamespace(compute_capability=kernels.CI_COMPUTE_CAPABILITY)
+    ci_device = types.SimpleNamespace(compute_capability=probe.CI_COMPUTE_CAPABILITY)
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: ci_device)
     kernel = kernels.compile_kernel(f, spec)
-    return cuda.compile_ptx(kernel.py_func, _kernel_arg_types(spec), cc=kernels.CI_COMPUTE_CAPABILITY)[0]
+    return cuda.compile_ptx(kernel.py_func, _kernel_arg_types(spec), cc=probe.CI_COMPUTE_CAPABILITY)[0]
 
 
 @pytest.mark.parametrize("f,inputs,mode", CUDA_UDFS)
 def test_whole_cuda_kernels_compile_without_a_gpu(f, inputs, mode, monkeypatch):
     out = "<f8" if mode != "aware" else "<i8"
-    ptx = _kernel_ptx(f, kernels.KernelSpec(inputs, mode, out, "cuda"), monkeypatch)
+    ptx = _kernel_ptx(f, KernelSpec(inputs, mode, out, "cuda"), monkeypatch)
     assert ".entry" in ptx and "st.global" in ptx
+
+
+STRING_KERNELS = [  # kernels with an arena (NRT on): strings made, rows that may fail, both output layouts
+    (lambda s: s.upper() + "!", (("utf8_32", True),), "propagate", "utf8_pairs"),
+    (lambda s: s + s, (("utf8_view", False),), "none", "utf8_view"),
+    (lambda s: s.strip().lower() if s is not ad.NA else ad.NA, (("utf8_64", True),), "aware", "utf8_pairs"),
+    (lambda s: float(s), (("utf8_32", True),), "propagate", "<f8"),
+]
+
+
+@pytest.mark.parametrize("f,inputs,mode,out", STRING_KERNELS)
+def test_string_making_kernels_compile_for_cuda_without_a_gpu(f, inputs, mode, out, monkeypatch):
+    from arrowdev.udf import nrt
+
+    spec = KernelSpec(inputs, mode, out, "cuda", arena=True, flags=True)
+    with nrt.cuda_nrt():
+        ptx = _kernel_ptx(f, spec, monkeypatch)
+    assert ".entry" in ptx and "arrowdev_arena_state" in ptx  # rows find the launch's arena
+    if out.startswith("utf8"):  # a string's block is claimed by an atomic add
+        assert "atom.global.add" in ptx or "atom.add" in ptx
 
 
 @pytest.mark.parametrize("f,inputs,streamed", BALLOT_UDFS)
 def test_ballot_kernels_compile_for_cuda_without_a_gpu(f, inputs, streamed, monkeypatch):
     mode = "propagate" if any(valid for _, valid in inputs) else "none"
-    ptx = _kernel_ptx(f, kernels.KernelSpec(inputs, mode, "ballot", "cuda"), monkeypatch)
-    assert ptx.count("vote.sync.ballot") == kernels.BALLOT_ROWS  # one vote per word a warp covers
+    ptx = _kernel_ptx(f, KernelSpec(inputs, mode, "ballot", "cuda"), monkeypatch)
+    assert ptx.count("vote.sync.ballot") == codegen.BALLOT_ROWS  # one vote per word a warp covers
     if streamed:  # plain numbers are read with streaming loads, all rows' loads before the first vote
         body = ptx.split("vote.sync.ballot", 1)[0]
-        assert body.count(streamed) == kernels.BALLOT_ROWS
+        assert body.count(streamed) == codegen.BALLOT_ROWS
     else:
         assert "ld.global.cs" not in ptx
 
@@ -306,11 +328,11 @@ def test_cuda_target_refuses_raise_and_reports_typing_errors():
             raise ValueError("no")
         return x
 
-    spec = kernels.KernelSpec(((np.dtype("int64").str, False),), "none", "", "cuda")
+    spec = KernelSpec(((np.dtype("int64").str, False),), "none", "", "cuda")
     with pytest.raises(ad.UDFCompileError, match="raise"):
-        kernels.udf_result_type(raising, spec)
+        probe.udf_result_type(raising, spec)
     with pytest.raises(ad.UDFCompileError, match="no_such"):
-        kernels.udf_result_type(lambda x: x.no_such, spec)
+        probe.udf_result_type(lambda x: x.no_such, spec)
 
 
 # ---- property tests against the row-by-row reference ------------------------------------------

@@ -47,8 +47,7 @@ def _device_with_uuid(uuid: str) -> int | None:
 
 
 def _allocation_base(address: int) -> int:
-    from cuda.bindings import driver
-
+    driver = runtime.driver()
     err, base, _ = driver.cuMemGetAddressRange(address)
     if err != driver.CUresult.CUDA_SUCCESS:
         raise InvalidArrowError(f"{address:#x} is not in a device allocation ({err.name})")
@@ -87,6 +86,7 @@ def export_ipc(obj: Any) -> bytes:
     device = col.device
     if device.type != "cuda":
         raise ValueError(f"expected data on a CUDA device for export_ipc, got {device.type}: call to_device() first")
+    runtime.check_device(device.id)  # DeviceUnavailableError, naming why, where CuPy or the driver is missing
     col._wait_for_producers()
     exporter = _Exporter()
     chunks = [exporter.node(held.tree()) for held in col._exportable_chunks()]

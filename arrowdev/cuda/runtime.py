@@ -45,6 +45,23 @@ def cupy() -> Any:
     return cp
 
 
+def driver() -> Any:
+    """cuda.bindings' driver API (``cuda.bindings.driver``), initialised; DeviceUnavailableError naming
+    the cause when cuda-bindings is missing or cannot load the driver (cuda.pathfinder's
+    DynamicLibNotFoundError on a machine without an NVIDIA driver)."""
+    try:
+        from cuda.bindings import driver as api
+    except ImportError as e:
+        raise DeviceUnavailableError(f"this needs cuda-bindings: install arrowdev[cuda13] ({e})") from None
+    try:
+        (err,) = api.cuInit(0)
+    except Exception as e:  # cuda.pathfinder cannot find libcuda: no driver installed
+        raise DeviceUnavailableError(f"the CUDA driver cannot be loaded here: {type(e).__name__}: {e}") from None
+    if err != api.CUresult.CUDA_SUCCESS:
+        raise DeviceUnavailableError(f"the CUDA driver does not start here: cuInit failed ({err.name})")
+    return api
+
+
 def is_available() -> bool:
     """True when CuPy imports and sees at least one CUDA device."""
     try:

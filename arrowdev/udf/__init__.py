@@ -10,7 +10,7 @@
 [1.0, 3.0, 6.0, 4.0, 8.0]
 """
 
-from .kernels import UDFCompileError
+from .compile_errors import UDFCompileError
 from .na import NA, NAType
 from .rolling import Rolling
 

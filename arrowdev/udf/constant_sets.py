@@ -41,16 +41,16 @@ def _is_number_tuple(value: object) -> bool:
             and all(isinstance(v, (int, float)) for v in value))
 
 
-def with_constant_sets(f: Callable) -> Callable:
+def with_constant_sets(f: Callable, target: str = "cpu") -> Callable:
     """``f`` with every constant number tuple that is tested with ``in`` / ``not in`` replaced by a
-    :class:`ConstantSet` (``f`` itself unchanged when it has none)."""
+    :class:`ConstantSet` (``f`` itself unchanged when it has none), registered with ``target``."""
     code = f.__code__
     instructions = list(dis.get_instructions(code))
     targets = {ins.arg for ins, nxt in zip(instructions, instructions[1:])
                if ins.opname == "LOAD_CONST" and nxt.opname == "CONTAINS_OP" and _is_number_tuple(ins.argval)}
     if not targets:
         return f
-    _register_numba()
+    _register_numba(target)
     consts = tuple(ConstantSet(c) if i in targets else c for i, c in enumerate(code.co_consts))
     rewritten = pytypes.FunctionType(code.replace(co_consts=consts), f.__globals__, f.__name__, f.__defaults__,
                                      f.__closure__)
@@ -58,26 +58,25 @@ def with_constant_sets(f: Callable) -> Callable:
     return rewritten
 
 
-_registered = False
+_registered: set[str] = set()
 
 
-def _register_numba() -> None:
-    """Registers the type with both numba targets (once)."""
-    global _registered
-    if _registered:
+def _register_numba(target: str) -> None:
+    """Registers the type with numba's CPU target or numba-cuda's CUDA target (once each; the CUDA one
+    only when a GPU UDF asks, so CPU UDFs never import numba-cuda)."""
+    if target in _registered:
         return
-    import numba.extending as cpu
-    from numba.core.imputils import lower_constant as cpu_lower_constant
-
-    _register(cpu, cpu.lower_builtin, cpu_lower_constant, cpu.models.OpaqueModel)
-    try:
+    if target == "cuda":
         import numba.cuda.extending as gpu
         from numba.cuda.core.imputils import lower_constant as cuda_lower_constant
-    except ImportError:
-        pass
-    else:
+
         _register(gpu, gpu.lower_builtin, cuda_lower_constant, gpu.core_models.OpaqueModel)
-    _registered = True
+    else:
+        import numba.extending as cpu
+        from numba.core.imputils import lower_constant as cpu_lower_constant
+
+        _register(cpu, cpu.lower_builtin, cpu_lower_constant, cpu.models.OpaqueModel)
+    _registered.add(target)
 
 
 def _register(api, lower_builtin, lower_constant, opaque_model) -> None:

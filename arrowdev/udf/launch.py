@@ -1,6 +1,6 @@
 """Launching compiled UDF kernels on a GPU with little host work per call.
 
-A kernel's :class:`~.kernels.KernelSpec` fixes every argument type, so each kernel is specialised
+A kernel's :class:`~.spec.KernelSpec` fixes every argument type, so each kernel is specialised
 once (numba types the arguments and links the code on the first launch) and every later launch
 skips numba's per-call work: arguments are laid out as numba lays them out and handed to cuda.core's
 ``launch``. Device arrays are :class:`DeviceView` s (address, length, dtype, owner) rather than numba
@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..cuda import runtime
-from . import kernels
+from ..errors import DeviceUnavailableError
+from . import deps, nrt
 
 THREADS = 256
 _lock = threading.Lock()
@@ -77,12 +78,28 @@ def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
     """``kernel`` compiled and linked for these argument types; with numba-cuda's runtime (NRT) on for
     kernels that make managed strings, so their MemInfos are counted (NRT is read at compile and link
     time, and is otherwise left as the user set it)."""
-    if kernel not in kernels.NRT_KERNELS:
-        return kernel.specialize(n, *args)
-    with kernels.cuda_nrt():
-        specialized = kernel.specialize(n, *args)
+    if kernel not in nrt.NRT_KERNELS:
+        return _specialize_cached(kernel, [n, *args])
+    with nrt.cuda_nrt():
+        specialized = _specialize_cached(kernel, [n, *args])
         for compiled in specialized.overloads.values():
             compiled.bind()
+    return specialized
+
+
+def _specialize_cached(kernel: Any, args: list[Any]) -> Any:
+    """``kernel.specialize(*args)``, with the kernel's disk cache (udf/cache.py) handed to the specialised
+    dispatcher, which numba-cuda makes with none: what its ``specialize`` does, plus the cache. Where that
+    dispatcher's private state is not as expected, numba-cuda's own ``specialize`` runs (no disk cache)."""
+    disk = getattr(kernel, "_cache", None)
+    if disk is None or not hasattr(kernel, "_specialized") or not hasattr(kernel, "targetoptions"):
+        return kernel.specialize(*args)
+    argtypes = tuple(kernel.typeof_pyval(a) for a in args)
+    specialized = type(kernel)(kernel.py_func, targetoptions=kernel.targetoptions)
+    specialized._cache = disk
+    specialized.compile(argtypes)
+    specialized.disable_compile()
+    specialized._specialized = True
     return specialized
 
 
@@ -135,7 +152,10 @@ _core: Any = None
 def _import_core() -> Any:
     """cuda.core, imported once (an import inside the launch path costs a microsecond per name)."""
     global _core
-    import cuda.core
+    try:
+        import cuda.core
+    except ImportError as e:
+        raise DeviceUnavailableError(f"launching UDF kernels needs cuda-core: {deps.CUDA_EXTRA} ({e})") from None
 
     _core = cuda.core
     return _core

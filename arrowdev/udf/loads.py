@@ -3,7 +3,7 @@
 The streaming cache hint (evict first) suits data a kernel reads once. numba-cuda's ``cuda.ldcs``
 issues the same instruction but also wraps negative indices, three more 64-bit integer operations
 per load; in a ballot kernel over int64 those compete with the UDF's own 64-bit compares for the
-integer pipe. arrowdev's kernels never pass a negative index (kernels.py clamps rows to the column).
+integer pipe. arrowdev's kernels never pass a negative index (codegen.py clamps rows to the column).
 
 CUDA target only: the intrinsic is typed for 1-D arrays of 16-, 32- and 64-bit numbers and lowered
 to inline PTX, so ``compile_ptx`` checks it without a GPU.

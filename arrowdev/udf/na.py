@@ -38,23 +38,22 @@ class NAType:
 
 
 NA = NAType()
-_registered = False
+_registered: set[str] = set()
 
 
-def register_numba_typing() -> None:
-    """Teaches numba (CPU) and numba-cuda that NA has type ``none``; called before compiling."""
-    global _registered
-    if _registered:
+def register_numba_typing(target: str = "cpu") -> None:
+    """Teaches numba (``target`` 'cpu') or numba-cuda ('cuda') that NA has type ``none``; called before
+    compiling, for the target compiled for (CPU UDFs never import numba-cuda)."""
+    if target in _registered:
         return
-    from numba.core import types as cpu_types
-    from numba.extending import typeof_impl
-
-    typeof_impl.register(NAType)(lambda value, context: cpu_types.none)
-    try:
+    if target == "cuda":
         from numba.cuda import types as cuda_types
         from numba.cuda.extending import typeof_impl as cuda_typeof_impl
-    except ImportError:  # numba-cuda absent: CPU UDFs only
-        pass
-    else:
+
         cuda_typeof_impl.register(NAType)(lambda value, context: cuda_types.none)
-    _registered = True
+    else:
+        from numba.core import types as cpu_types
+        from numba.extending import typeof_impl
+
+        typeof_impl.register(NAType)(lambda value, context: cpu_types.none)
+    _registered.add(target)

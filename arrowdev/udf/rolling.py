@@ -29,7 +29,6 @@ class Rolling:
 
     def apply(self, f: Callable, *, out_type: Any = None, stream: Any = None) -> ArrowColumn:
         """``f(window_values)`` for every row; a new column on the same device."""
-        from ..column import ArrowColumn
         from .apply import apply_columns
 
         from .types import element_dtype
@@ -38,7 +37,7 @@ class Rolling:
         element_dtype(col.type)  # windows are numeric or bool: anything else is refused here
         if col.num_chunks > 1:
             held = col._one_array()
-            col = ArrowColumn(col.type, [held])
+            col = type(col)(col.type, [held])  # an ArrowColumn, made without importing column.py
         return apply_columns(f, [col], out_type=out_type, stream=stream,
                              window=(self.window, self.min_periods, self.center))
 

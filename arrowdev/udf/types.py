@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import DataType
+from .spec import Kind
 
 # nanoarrow storage type -> NumPy dtype of the data buffer as the kernel reads it
 _ELEMENTS = {
@@ -26,16 +27,16 @@ class UnsupportedTypeError(TypeError):
     """A column type a numeric UDF cannot take or make."""
 
 
-# string storage -> the input kind kernels know it by (see kernels.kernel_source)
-STRING_KINDS = {"string": "utf8_32", "large_string": "utf8_64", "string_view": "utf8_view"}
+# string storage -> the input kind kernels know it by (see codegen.kernel_source)
+STRING_KINDS = {"string": Kind.UTF8_32, "large_string": Kind.UTF8_64, "string_view": Kind.UTF8_VIEW}
 
 
-def input_kind(dtype: DataType) -> str:
-    """How a kernel reads an input column: a NumPy dtype string, 'bits' (bool) or a string kind."""
+def input_kind(dtype: DataType) -> Kind:
+    """How a kernel reads an input column: a numeric kind, bits (bool) or a string kind."""
     if dtype.value_type is None and dtype.storage_id in STRING_KINDS:
         return STRING_KINDS[dtype.storage_id]
     np_dtype = element_dtype(dtype)
-    return "bits" if np_dtype is None else np_dtype.str
+    return Kind.BITS if np_dtype is None else Kind(np_dtype.str)
 
 
 def element_dtype(dtype: DataType) -> np.dtype | None:

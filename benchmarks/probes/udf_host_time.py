@@ -7,7 +7,7 @@ kernel is queued and the launch itself, for 1 000 and 10^8 rows; then a cProfile
 import cProfile, pstats, statistics, time, io, os
 import cupy as cp
 import arrowdev as ad
-from arrowdev.udf import apply as A
+from arrowdev.udf import memory as A  # where Memory.launch finds launch()
 
 def member(x):
     return x in [1027, 1000, 59, 980, 1027, 1000, 59, 980, 1027, 1000, 59, 980, 1027, 1000, 59, 980, 1027, 1000, 59, 980]

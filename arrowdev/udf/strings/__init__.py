@@ -9,8 +9,9 @@ Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``mod
 ``typing`` (signatures), ``lowering`` (read-only operations, and registration of everything),
 ``operations`` (operations that make or parse strings), ``managed`` (arena allocation, MemInfo headers,
 views, row failure flags), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
-for string constants), ``results`` (host side: arena, re-runs, Arrow string arrays). Each registers with
-both targets, numba's CPU target and numba-cuda's CUDA target.
+for string constants), ``layout`` (MemInfo and arena-state layouts), ``names`` (operation names typing and
+lowering share). The host side (arena, re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``.
+Each registers with one target at a time, numba's CPU target or numba-cuda's CUDA target, on first use.
 """
 
 from __future__ import annotations
@@ -50,17 +51,28 @@ def _cuda_target() -> SimpleNamespace | None:
                            intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
 
 
-@functools.lru_cache(maxsize=None)
-def intrinsics() -> dict[str, dict[str, Any]]:
-    """Registers the string types and operations with every available target (once); returns each
-    target's intrinsics by target name ('cpu', 'cuda')."""
-    from .lowering import register_lowering
-    from .models import register_models
-    from .typing import register_typing
+class _Targets(dict):
+    """Each target's intrinsics by name, registered on first use of that target."""
 
-    out = {}
-    for target in filter(None, (_cpu_target(), _cuda_target())):
+    def __missing__(self, name: str) -> dict[str, Any]:
+        from ...errors import DeviceUnavailableError
+        from .lowering import register_lowering
+        from .models import register_models
+        from .typing import register_typing
+
+        target = _cpu_target() if name == "cpu" else _cuda_target()
+        if target is None:
+            raise DeviceUnavailableError('string UDFs on GPU columns need numba-cuda: pip install "arrowdev[cuda13]"')
         register_models(target)
         register_typing(target)
-        out[target.name] = register_lowering(target)
-    return out
+        self[name] = register_lowering(target)
+        return self[name]
+
+
+_TARGETS = _Targets()
+
+
+def intrinsics() -> dict[str, dict[str, Any]]:
+    """The string types' intrinsics per target name ('cpu', 'cuda'): ``intrinsics()[target]`` registers
+    the types and operations with that target on first use (CPU UDFs never import numba-cuda)."""
+    return _TARGETS

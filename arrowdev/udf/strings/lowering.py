@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 from .managed import register_managed
+from .names import COMPARISONS, METHODS, PREDICATES
 from .tables import Table, register_tables, table_type
 from .types import string_types
 
@@ -231,12 +232,6 @@ def _predicate_impls(byte_at: Any, size_of: Any) -> dict[str, Any]:
 
 def _width_of(lead):  # noqa: D103 - stub: lowered as _width
     raise NotImplementedError("compiled only")
-
-
-COMPARISONS = {operator.eq: "eq", operator.ne: "ne", operator.lt: "lt", operator.le: "le", operator.gt: "gt",
-               operator.ge: "ge"}
-METHODS = ("startswith", "endswith", "find", "rfind", "count")
-PREDICATES = ("isalpha", "isalnum", "isdecimal", "isdigit", "isnumeric", "isspace", "isupper", "islower", "istitle")
 
 
 def register_lowering(target: Any) -> dict[str, Any]:

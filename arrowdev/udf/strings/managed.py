@@ -25,10 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .layout import ALLOCATOR_DEVICE_MALLOC, HEADER, ArenaWord, MemInfo
 from .types import string_types
 
-HEADER = 48  # bytes of a MemInfo block header (NRT's MemInfo is 40 bytes on CUDA, 48 on the CPU)
-STATE_WORDS = 4  # base, capacity, claimed, allocator
 MAX_THREADS_PER_BLOCK = 1024
 
 
@@ -47,29 +46,49 @@ def _global(builder: Any, name: str, ty: Any, cuda: bool) -> Any:
         return gv
 
 
-def register_managed(target: Any) -> dict[str, Any]:
-    """Registers the managed-string intrinsics and casts with one target; returns the intrinsics."""
-    from llvmlite import ir
-    from numba.core import types
+class _Shared:
+    """What the managed-string lowerings of one target share: the string types, the target's cgutils, the
+    LLVM integer types, and the module variables every row reads (the arena state's address, the row flags)."""
 
-    t = string_types()
-    cgutils = target.cgutils
-    cuda = target.name == "cuda"
-    i8, i64 = ir.IntType(8), ir.IntType(64)
-    state_ptr_t = i64.as_pointer()
+    def __init__(self, target: Any) -> None:
+        from llvmlite import ir
 
-    def state_slot(builder):
-        return _global(builder, "arrowdev_arena_state", state_ptr_t, cuda)
+        self.t = string_types()
+        self.cgutils = target.cgutils
+        self.cuda = target.name == "cuda"
+        self.i8, self.i64 = ir.IntType(8), ir.IntType(64)
+        self.state_ptr_t = self.i64.as_pointer()
 
-    def row_flag(builder):
-        flags = _global(builder, "arrowdev_row_failed", ir.ArrayType(i8, MAX_THREADS_PER_BLOCK if cuda else 1), cuda)
-        if cuda:
+    def state_slot(self, builder: Any) -> Any:
+        return _global(builder, "arrowdev_arena_state", self.state_ptr_t, self.cuda)
+
+    def row_flag(self, builder: Any) -> Any:
+        from llvmlite import ir
+
+        i64 = self.i64
+        flags_t = ir.ArrayType(self.i8, MAX_THREADS_PER_BLOCK if self.cuda else 1)
+        flags = _global(builder, "arrowdev_row_failed", flags_t, self.cuda)
+        if self.cuda:
             from numba.cuda import nvvmutils
 
             lane = builder.zext(nvvmutils.call_sreg(builder, "tid.x"), i64)
         else:
             lane = i64(0)
         return builder.gep(flags, [i64(0), lane])
+
+
+def register_managed(target: Any) -> dict[str, Any]:
+    """Registers the managed-string intrinsics and casts with one target; returns the intrinsics."""
+    env = _Shared(target)
+    return {**_row_intrinsics(target, env), **_allocation_intrinsics(target, env), **_view_intrinsics(target, env),
+            **_address_intrinsics(target, env)}
+
+
+def _row_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
+    """Row start (the arena state's address into the shared slot) and the row-failure flag."""
+    from numba.core import types
+
+    i8, state_ptr_t, state_slot, row_flag = env.i8, env.state_ptr_t, env.state_slot, env.row_flag
 
     @target.intrinsic
     def begin_row(typingctx, state):
@@ -95,6 +114,16 @@ def register_managed(target: Any) -> dict[str, Any]:
 
         return types.boolean(), codegen
 
+    return {"begin_row": begin_row, "fail_row": fail_row, "row_failed": row_failed}
+
+
+def _allocation_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
+    """New strings: a block of the launch's arena (or, for the benchmark, NRT's device malloc)."""
+    from llvmlite import ir
+    from numba.core import types
+
+    t, cgutils, cuda, i8, i64, state_slot = env.t, env.cgutils, env.cuda, env.i8, env.i64, env.state_slot
+
     @target.intrinsic
     def new_string(typingctx, nbytes):
         def codegen(context, builder, sig, args):
@@ -107,7 +136,8 @@ def register_managed(target: Any) -> dict[str, Any]:
         if not cuda:
             return _from_arena(context, builder, state, nbytes)
         out = cgutils.alloca_once(builder, context.get_value_type(t.managed_string))
-        device_malloc = builder.icmp_signed("==", builder.load(builder.gep(state, [i64(3)])), i64(1))
+        allocator = builder.load(builder.gep(state, [i64(int(ArenaWord.ALLOCATOR))]))
+        device_malloc = builder.icmp_signed("==", allocator, i64(int(ALLOCATOR_DEVICE_MALLOC)))
         with builder.if_else(device_malloc, likely=False) as (then, otherwise):
             with then:
                 builder.store(_from_device_malloc(context, builder, state, nbytes), out)
@@ -123,7 +153,8 @@ def register_managed(target: Any) -> dict[str, Any]:
         out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
         failed = cgutils.is_null(builder, meminfo)
         readable = builder.select(failed, state, builder.bitcast(meminfo, i64.as_pointer()))  # never load via NULL
-        data = builder.select(failed, builder.ptrtoint(state, i64), builder.load(builder.gep(readable, [i64(3)])))
+        data = builder.select(failed, builder.ptrtoint(state, i64),
+                              builder.load(builder.gep(readable, [i64(int(MemInfo.DATA))])))
         out.meminfo = builder.bitcast(meminfo, out.meminfo.type)
         out.data = builder.inttoptr(data, out.data.type)
         out.size = builder.select(failed, i64(0), nbytes)
@@ -132,19 +163,21 @@ def register_managed(target: Any) -> dict[str, Any]:
     def _from_arena(context, builder, state, nbytes):
         rounded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))
         total = builder.add(rounded, i64(HEADER))
-        counter = builder.gep(state, [i64(2)])
+        counter = builder.gep(state, [i64(int(ArenaWord.CLAIMED))])
         claimed = (_warp_claim(builder, counter, total) if cuda
                    else builder.atomic_rmw("add", counter, total, "monotonic"))
-        capacity = builder.load(builder.gep(state, [i64(1)]))
+        capacity = builder.load(builder.gep(state, [i64(int(ArenaWord.CAPACITY))]))
         fits = builder.icmp_signed("<=", builder.add(claimed, total), capacity)
         out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
         with builder.if_else(fits) as (then, otherwise):
             with then:
-                block = builder.add(builder.load(builder.gep(state, [i64(0)])), claimed)
+                block = builder.add(builder.load(builder.gep(state, [i64(int(ArenaWord.BASE))])), claimed)
                 header = builder.inttoptr(block, i64.as_pointer())
                 data = builder.add(block, i64(HEADER))
-                for slot, value in enumerate((i64(2), i64(0), i64(0), data, nbytes)):  # NRT's MemInfo layout
-                    builder.store(value, builder.gep(header, [i64(slot)]))
+                fields = {MemInfo.REFCT: i64(2), MemInfo.DTOR: i64(0), MemInfo.DTOR_INFO: i64(0), MemInfo.DATA: data,
+                          MemInfo.SIZE: nbytes}
+                for slot, value in fields.items():  # in slot order, as before
+                    builder.store(value, builder.gep(header, [i64(int(slot))]))
                 out.meminfo = builder.inttoptr(block, out.meminfo.type)
                 out.data = builder.inttoptr(data, out.data.type)
                 out.size = nbytes
@@ -153,6 +186,16 @@ def register_managed(target: Any) -> dict[str, Any]:
                 out.data = builder.bitcast(state, out.data.type)
                 out.size = i64(0)
         return out._getvalue()
+
+    return {"new_string": new_string}
+
+
+def _view_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
+    """Borrowed views, byte writes through them, and substrings that share a MemInfo."""
+    from llvmlite import ir
+    from numba.core import types
+
+    t, cgutils, i8 = env.t, env.cgutils, env.i8
 
     @target.intrinsic
     def view_of(typingctx, s):
@@ -209,6 +252,16 @@ def register_managed(target: Any) -> dict[str, Any]:
 
         return t.managed_string(s, types.int64, types.int64), codegen
 
+    return {"view_of": view_of, "set_byte": set_byte, "substring": substring}
+
+
+def _address_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
+    """Addresses (a MemInfo's, a string's bytes, the arena's base) and the fused multiply-add."""
+    from llvmlite import ir
+    from numba.core import types
+
+    t, cgutils, i64, state_slot = env.t, env.cgutils, env.i64, env.state_slot
+
     @target.intrinsic
     def meminfo_of(typingctx, s):
         """The address of a managed string's MemInfo (0 when it borrows its bytes)."""
@@ -235,7 +288,7 @@ def register_managed(target: Any) -> dict[str, Any]:
     def arena_base(typingctx):
         """The arena's base address (string_view outputs address it as 2 GiB windows)."""
         def codegen(context, builder, sig, args):
-            return builder.load(builder.gep(builder.load(state_slot(builder)), [i64(0)]))
+            return builder.load(builder.gep(builder.load(state_slot(builder)), [i64(int(ArenaWord.BASE))]))
 
         return types.int64(), codegen
 
@@ -250,9 +303,8 @@ def register_managed(target: Any) -> dict[str, Any]:
 
         return types.float64(a, b, c), codegen
 
-    return {"fused_multiply_add": fused_multiply_add, "view_of": view_of, "begin_row": begin_row, "fail_row": fail_row, "row_failed": row_failed, "new_string": new_string,
-            "set_byte": set_byte, "substring": substring, "meminfo_of": meminfo_of, "address_of": address_of,
-            "arena_base": arena_base}
+    return {"meminfo_of": meminfo_of, "address_of": address_of, "arena_base": arena_base,
+            "fused_multiply_add": fused_multiply_add}
 
 
 def _warp_claim(builder: Any, counter: Any, total: Any) -> Any:

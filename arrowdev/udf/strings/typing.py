@@ -15,7 +15,7 @@ import operator
 from typing import Any
 
 from .literals import Utf8Constant, to_str
-from .lowering import COMPARISONS, METHODS, PREDICATES
+from .names import COMPARISONS, METHODS, PREDICATES
 from .types import string_types
 
 _RESULTS = {"startswith": "boolean", "endswith": "boolean", "find": "int64", "rfind": "int64", "count": "int64",

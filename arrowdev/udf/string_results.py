@@ -1,5 +1,6 @@
-"""String results of UDFs, host side: the arena a launch allocates managed strings from, the re-run when it
-overflows, and the Arrow string array made from what the kernel stored.
+"""String results of UDFs, host side: the arena a launch allocates managed strings from (and its sizing
+policy), the re-run when it overflows, and the Arrow string array made from what the kernel stored (the
+gather kernel). Outside ``strings/``, which holds the numba extensions compiled code uses.
 
 Lifecycle of one chunk (docs/strings.md has the picture):
 
@@ -25,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ... import _capsules
-from ...types import DataType
-from .managed import HEADER, STATE_WORDS
+from .. import _capsules
+from ..types import DataType
+from .strings.layout import ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS, ArenaWord, MemInfo
 
 MAX_RUNS = 6
 WINDOW = 1 << 31  # string_view buffer offsets are int32
@@ -65,14 +66,17 @@ class Arena:
     def __init__(self, mem: Any, capacity: int) -> None:
         self.mem, self.capacity, self.meminfos = mem, capacity, 0
         _, self.base, self._bytes = mem.new(max(capacity, 1), np.uint8)
-        allocator = 1 if device_malloc_for_benchmarks and mem.gpu else 0
-        self.state = _on(mem, np.array([self.base, capacity, 0, allocator], dtype=np.int64))
+        allocator = ALLOCATOR_DEVICE_MALLOC if device_malloc_for_benchmarks and mem.gpu else ALLOCATOR_ARENA
+        state = np.zeros(STATE_WORDS, dtype=np.int64)
+        state[[ArenaWord.BASE, ArenaWord.CAPACITY, ArenaWord.CLAIMED, ArenaWord.ALLOCATOR]] = [self.base, capacity, 0,
+                                                                                          allocator]
+        self.state = _on(mem, state)
         self.state_address = _address(mem, self.state)
         _count(arenas_live=1, arena_bytes_live=capacity)
 
     def claimed(self) -> int:
         """Bytes the launch asked for (waits for the launch)."""
-        return _scalar(self.mem, self.state, 2)
+        return _scalar(self.mem, self.state, ArenaWord.CLAIMED)
 
     def check_meminfos(self, used: int) -> None:
         """Walks the blocks: every MemInfo must be back at a count of one, the arena's own reference, so
@@ -81,7 +85,7 @@ class Arena:
         at = 0
         while at < used:
             header = raw[at:at + HEADER].view(np.int64)
-            refct, size = int(header[0]), int(header[4])
+            refct, size = int(header[MemInfo.REFCT]), int(header[MemInfo.SIZE])
             if refct != 1:
                 raise AssertionError(f"MemInfo at arena offset {at} has reference count {refct}, expected 1")
             at += HEADER + ((size + 7) & ~7)
@@ -205,7 +209,8 @@ _gathers: dict[str, Any] = {}
 
 def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any) -> None:
     """Copies each row's bytes to its offset in ``data``: one GPU thread, or one loop step, per row."""
-    from . import intrinsics
+    from . import cache
+    from .strings import intrinsics
 
     target = "cuda" if mem.gpu else "cpu"
     if target not in _gathers:
@@ -214,14 +219,16 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any) -> None:
             from numba import cuda
 
             source = _GATHER_SOURCE.replace("for i in ROWS:", "i = cuda.grid(1)\n    if i < n:")
-            namespace["cuda"] = cuda
+            namespace.update(cuda=cuda, __name__=__name__)
             exec(compile(source, "<arrowdev string gather>", "exec"), namespace)
             _gathers[target] = cuda.jit(namespace["gather"])
         else:
             import numba
 
+            namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
             exec(compile(_GATHER_SOURCE.replace("ROWS", "range(n)"), "<arrowdev string gather>", "exec"), namespace)
             _gathers[target] = numba.njit(namespace["gather"])
+        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather", target)), target)
     if mem.gpu:
         mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), data])
     else:
