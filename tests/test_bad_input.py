@@ -638,25 +638,17 @@ def test_string_arena_out_of_memory_is_a_memory_error_and_loses_nothing(small_po
 
 
 @pytest.mark.gpu
-# A made-up handle (a value CUDA never handed out) is not tested: on the H100 machine the driver's
-# cudaStreamWaitEvent crashed on it, and no consumer can tell it from a real event (docs/validation.md).
-@pytest.mark.parametrize("event", ["null handle", "destroyed event"])
-def test_a_producers_bogus_sync_event_gives_a_clear_error(event):
-    # in a child process: a CUDA driver that crashes on a bad handle fails this test, not the run
-    out = run_in_child(f"""
+# A made-up handle (a value CUDA never handed out) and a destroyed event are not tested: on the H100 machine
+# the driver's cudaStreamWaitEvent crashed on both (the destroyed one in one run of two), and no consumer can
+# tell them from a live event (docs/validation.md). A NULL cudaEvent_t behind the pointer: nothing to wait for.
+def test_a_producers_null_sync_event_handle_means_nothing_to_wait_for():
+    # in a child process: a CUDA driver that crashes on the handle fails this test, not the run
+    out = run_in_child("""
 import cupy as cp
 from cabi import ArrowDeviceArray, RELEASE_ARRAY, make_capsule
 values = cp.arange(4, dtype=cp.int32)
 producer = ArrayProducer(4, [0, values.data.ptr])
-kind = {event!r}
-if kind == "destroyed event":
-    e = cp.cuda.Event()
-    e.record()
-    handle = ctypes.c_void_p(e.ptr)
-    del e
-    gc.collect()
-else:
-    handle = ctypes.c_void_p(0 if kind == "null handle" else 0x7A11BEEF)
+handle = ctypes.c_void_p(0)
 device = ArrowDeviceArray(array=producer.array, device_id=0, device_type=2, sync_event=ctypes.addressof(handle))
 producer.array.release = RELEASE_ARRAY()
 col = ad.column((pa.int32().__arrow_c_schema__(), make_capsule(device, "arrow_device_array")))
@@ -665,10 +657,4 @@ del col
 gc.collect()
 print("releases", producer.releases)
 """)
-    lines = out.splitlines()
-    refused = lines[0].startswith("refused: the producer's sync_event holds")
-    if event == "null handle":  # a NULL cudaEvent_t: nothing to wait for
-        assert lines[:2] == ["[0, 1, 2, 3]", "accepted"]
-    else:  # CUDA may refuse the stale handle, or still find it fired
-        assert refused or lines[:2] == ["[0, 1, 2, 3]", "accepted"], out
-    assert lines[-1] == "releases 1"
+    assert out.splitlines() == ["[0, 1, 2, 3]", "accepted", "releases 1"], out

@@ -175,12 +175,19 @@ GPU_SCRIPT = textwrap.dedent("""
 
     numbers = ad.column(pa.array([1.0, None, 3.0])).to_device()
     words = ad.column(pa.array(["ab", None, "été"])).to_device()
+    # several columns chunked differently: loaded from disk, these gave wrong rows once (docs/udf.md)
+    tbl = ad.table({"a": pa.chunked_array([[1, -2, 3], [4, None, -6, 7]]),
+                    "b": pa.chunked_array([[10, 20], [30, 40, 50, None, 70]])}).to_device()
+    strs = ad.table({"a": pa.array(["ann", "bob", None, "x"]),
+                     "b": pa.array(["ann", "bo", "x", None], pa.string_view())}).to_device()
     out = {
         "numeric": numbers.apply(lambda x: x * 3 + 1).to_pylist(),
         "ballot": numbers.apply(lambda x: x > 2).to_pylist(),
         "aware": numbers.apply(lambda x: -1.0 if x is ad.NA else x, null_aware=True).to_pylist(),
         "string": words.apply(lambda s: s.upper() + "!").to_pylist(),
         "view": words.apply(lambda s: s + s, string_type="string_view").to_pylist(),
+        "rows": tbl.apply(lambda a, b: a * b if a > 0 else b, columns=["a", "b"]).to_pylist(),
+        "equal": strs.apply(lambda a, b: a == b, columns=["a", "b"]).to_pylist(),
         "stats": cache.stats(),
     }
     print(json.dumps(out))
@@ -188,13 +195,15 @@ GPU_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.gpu
-def test_a_second_process_loads_every_gpu_kernel_from_disk(tmp_path):
-    """Plain, ballot, null-aware and managed-string (NRT) kernels: compiled by the first process, loaded by
-    the second, with the same results."""
+def test_a_second_process_gets_right_gpu_results_with_a_warm_cache(tmp_path):
+    """Plain, ballot, null-aware, managed-string (NRT) and row-wise kernels over differently chunked columns:
+    the second process, with the first one's cache folder, gets the same right results. GPU kernels are not
+    kept on disk (docs/udf.md): only the typing probes are, so the second process compiles the kernels."""
     script = tmp_path / "gpu_udfs.py"
     script.write_text(GPU_SCRIPT)
     expected = {"numeric": [4.0, None, 10.0], "ballot": [False, None, True], "aware": [1.0, -1.0, 3.0],
-                "string": ["AB!", None, "ÉTÉ!"], "view": ["abab", None, "étéété"]}
+                "string": ["AB!", None, "ÉTÉ!"], "view": ["abab", None, "étéété"],
+                "rows": [10, 20, 90, 160, None, None, 490], "equal": [True, False, None, None]}
     counts = []
     for _ in range(2):
         done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
@@ -204,4 +213,4 @@ def test_a_second_process_loads_every_gpu_kernel_from_disk(tmp_path):
         counts.append(out.pop("stats"))
         assert out == expected
     assert counts[0]["compiled"] > 0 and counts[0]["stored"] > 0
-    assert counts[1]["compiled"] == 0 and counts[1]["loaded"] >= 5, counts
+    assert counts[1]["loaded"] > 0, counts  # the typing probes come from disk

@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import _capsules
 from ..types import DataType
+from .spec import Target
 from .strings.layout import ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS, ArenaWord, MemInfo
 
 MAX_RUNS = 6
@@ -228,7 +229,8 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any) -> None:
             namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
             exec(compile(_GATHER_SOURCE.replace("ROWS", "range(n)"), "<arrowdev string gather>", "exec"), namespace)
             _gathers[target] = numba.njit(namespace["gather"])
-        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather", target)), target)
+        disk_key = cache.fixed_key(("string gather", target)) if target != Target.CUDA else None  # see kernels.py
+        _gathers[target]._cache = cache.KernelCache(disk_key, target)
     if mem.gpu:
         mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), data])
     else:
