@@ -19,10 +19,11 @@
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 from . import _capsules, layout
 from ._from_arrow import check_tree, read_arrow, read_arrow_after
@@ -139,12 +140,13 @@ class ArrowColumn(_capsules.ColumnCore):
         return sum(self._chunk_null_count(i) for i in range(len(self._chunks)))
 
     def _chunk_null_count(self, i: int) -> int:
-        n = self._null_list()[i]
+        nulls = self._null_list()
+        n = nulls[i]
         if n is None:
             c = self._chunks[i]
             validity = c.buffers[0] if c.n_buffers else 0
             n = layout.null_count(self._type, c.offset, c.length, validity, self._read)
-            self._nulls[i] = n
+            nulls[i] = n
         return n
 
     def _read(self, address: int, nbytes: int) -> bytes:
@@ -239,7 +241,7 @@ class ArrowColumn(_capsules.ColumnCore):
     def _chunk_starts(self) -> list[int]:
         return list(itertools.accumulate((c.length for c in self._chunks), initial=0))[:-1]
 
-    def __getitem__(self, key: int | slice) -> Any:
+    def __getitem__(self, key: int | builtins.slice) -> Any:
         if isinstance(key, slice):
             start, stop, step = key.indices(len(self))
             if step != 1:
@@ -280,16 +282,18 @@ class ArrowColumn(_capsules.ColumnCore):
         """The values as Python objects (device data is copied to host). Types PyArrow cannot
         convert (the month and day-time interval types) go through nanoarrow."""
         try:
-            return self.to_pyarrow().to_pylist()
+            values: list[Any] = self.to_pyarrow().to_pylist()
+            return values
         except (KeyError, NotImplementedError):
             import nanoarrow as na
 
-            return na.Array(self._on_cpu()).to_pylist()
+            values = na.Array(self._on_cpu()).to_pylist()
+            return values
 
     def equals(self, other: Any) -> bool:
         """True when ``other`` (any Arrow producer) has the same type and values."""
         other = ArrowColumn.from_arrow(other)
-        return self._type == other._type and self.to_pyarrow().equals(other.to_pyarrow())
+        return self._type == other._type and bool(self.to_pyarrow().equals(other.to_pyarrow()))
 
     def __repr__(self) -> str:
         device = self.device
@@ -353,7 +357,8 @@ class ArrowColumn(_capsules.ColumnCore):
         """
         from .udf.apply import apply_columns
 
-        return apply_columns(f, [self], null_aware, out_type, stream, string_type=string_type)
+        result: ArrowColumn = apply_columns(f, [self], null_aware, out_type, stream, string_type=string_type)
+        return result
 
     def rolling(self, window: int, min_periods: int | None = None, center: bool = False) -> Any:
         """Rolling windows of ``window`` rows; ``.apply(f)`` runs ``f`` on each (see
@@ -447,7 +452,7 @@ class ArrowColumn(_capsules.ColumnCore):
         for child_type, child in zip(self._type.children, children):
             counts.extend(_node_null_counts(child_type, child, read))
         if dictionary is not None:
-            counts.extend(_node_null_counts(self._type.value_type, dictionary, read))
+            counts.extend(_node_null_counts(cast(DataType, self._type.value_type), dictionary, read))
         chunk.set_null_counts(counts)
 
     def _one_array(self) -> Any:
@@ -480,7 +485,7 @@ class ArrowColumn(_capsules.ColumnCore):
         return host
 
 
-def _node_null_counts(dtype: DataType, tree: tuple, read: layout.Reader | None) -> Iterator[int]:
+def _node_null_counts(dtype: DataType, tree: tuple[Any, ...], read: layout.Reader | None) -> Iterator[int]:
     """The null count of a node and of every node below it, in tree order (the node, its
     children's subtrees, its dictionary's): the producer's where it gave one, else computed from
     the type and validity bitmap; -1 where that needs a read and ``read`` is None."""
@@ -494,10 +499,10 @@ def _node_null_counts(dtype: DataType, tree: tuple, read: layout.Reader | None) 
     for child_type, child in zip(dtype.children, children):
         yield from _node_null_counts(child_type, child, read)
     if dictionary is not None:
-        yield from _node_null_counts(dtype.value_type, dictionary, read)
+        yield from _node_null_counts(cast(DataType, dtype.value_type), dictionary, read)
 
 
-def _node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: layout.Reader,
+def _node_buffers(dtype: DataType, tree: tuple[Any, ...], path: str, chunk: int, read: layout.Reader,
                   device: Device) -> Iterator[BufferInfo]:
     length, offset, _, buffers, children, dictionary = tree
     for index, (spec, address) in enumerate(zip(layout.buffer_specs(dtype, offset, length, buffers, read), buffers)):
@@ -506,7 +511,7 @@ def _node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: lay
     for i, (child_type, child) in enumerate(zip(dtype.children, children)):
         yield from _node_buffers(child_type, child, f"{path}{sep}children[{i}]", chunk, read, device)
     if dictionary is not None:
-        yield from _node_buffers(dtype.value_type, dictionary, f"{path}{sep}dictionary", chunk, read, device)
+        yield from _node_buffers(cast(DataType, dtype.value_type), dictionary, f"{path}{sep}dictionary", chunk, read, device)
 
 
 _import_from = _capsules.import_from

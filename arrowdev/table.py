@@ -16,7 +16,7 @@ are the columns' chunks, sliced where chunk boundaries differ between columns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import nanoarrow as na
 
@@ -96,9 +96,9 @@ class ArrowTable:
         """The columns, made from the record batches the first time they are needed (an imported
         table that is only passed on never splits into columns)."""
         if self._column_list is None:
-            batches = self._batches
+            batches = cast(list[Any], self._batches)  # a table without columns has its batches and schema
             self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in batches])
-                                 for i, child in enumerate(self._schema._children)]
+                                 for i, child in enumerate(self.schema._children)]
         return self._column_list
 
     # ---- introspection ------------------------------------------------------------------------
@@ -120,12 +120,12 @@ class ArrowTable:
 
     @property
     def num_columns(self) -> int:
-        return len(self._columns) if self._column_list is not None else len(self._schema._children)
+        return len(self._columns) if self._column_list is not None else len(self.schema._children)
 
     @property
     def column_names(self) -> list[str]:
         if self._column_list is None:
-            return [name or "" for name in self._schema.field_names]
+            return [name or "" for name in self.schema.field_names]
         return [col.name or "" for col in self._columns]
 
     @property
@@ -241,7 +241,8 @@ class ArrowTable:
         chosen = [self.column(c) for c in (columns if columns is not None else range(self.num_columns))]
         if not chosen:
             raise ValueError("expected at least one column for the UDF's arguments")
-        return apply_columns(f, chosen, null_aware, out_type, stream, string_type=string_type)
+        result: ArrowColumn = apply_columns(f, chosen, null_aware, out_type, stream, string_type=string_type)
+        return result
 
     # ---- conversions -------------------------------------------------------------------------
 
@@ -252,10 +253,11 @@ class ArrowTable:
         return pa.table(self)
 
     def to_pylist(self) -> list[dict[str, Any]]:
-        return self.to_pyarrow().to_pylist()
+        rows: list[dict[str, Any]] = self.to_pyarrow().to_pylist()
+        return rows
 
     def equals(self, other: Any) -> bool:
-        return self.to_pyarrow().equals(ArrowTable.from_arrow(other).to_pyarrow())
+        return bool(self.to_pyarrow().equals(ArrowTable.from_arrow(other).to_pyarrow()))
 
     def __repr__(self) -> str:
         device = self.device
@@ -289,7 +291,7 @@ class ArrowTable:
         """One record batch (struct array); several batches are concatenated (a copy)."""
         batches = self._batches
         if requested_schema is None and not kwargs and batches is not None and len(batches) == 1:
-            pair = batches[0].export_pair(self.schema._address, True)  # the hot path, in few steps
+            pair: tuple[Any, Any] | None = batches[0].export_pair(self.schema._address, True)  # the hot path, in few steps
             if pair is not None:
                 return pair
         return self._as_struct_column().__arrow_c_device_array__(requested_schema, **kwargs)
