@@ -11,7 +11,7 @@ from typing import Any
 from . import _capsules
 from .types import DataType
 
-# Representation changes that ``requested_schema`` may ask for and arrowdev honours (O5).
+# Representation changes that ``requested_schema`` may ask for and arrowdev honours (C10).
 _FAMILIES = (
     frozenset({"string", "large_string", "string_view"}),
     frozenset({"binary", "large_binary", "binary_view"}),

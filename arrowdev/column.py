@@ -150,7 +150,7 @@ class ArrowColumn(_capsules.ColumnCore):
         return n
 
     def _read(self, address: int, nbytes: int) -> bytes:
-        """Reads this column's memory (after its producers' sync events, O4); only asked for when a
+        """Reads this column's memory (after its producers' sync events, C7); only asked for when a
         computation really needs bytes."""
         self._wait_for_producers()
         return reader_for(self.device)(address, nbytes)
@@ -409,14 +409,14 @@ class ArrowColumn(_capsules.ColumnCore):
         return array_capsules(col._type, col._one_array(), device=True)
 
     def _arrow_c_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """(schema, array) capsules; device data is copied to host first (O6), several chunks
+        """(schema, array) capsules; device data is copied to host first (C8), several chunks
         are concatenated (the one copy of a CPU column)."""
         check_kwargs(kwargs)
         col = self._on_cpu()._as_requested(requested_schema)
         return array_capsules(col._type, col._one_array(), device=False)
 
     def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
-        """A stream capsule of the chunks, zero-copy (device data is copied to host first, O6)."""
+        """A stream capsule of the chunks, zero-copy (device data is copied to host first, C8)."""
         check_kwargs(kwargs)
         col = self._on_cpu()._as_requested(requested_schema)
         return stream_capsule(col._type, col._exportable_chunks(), device=False)
@@ -428,7 +428,7 @@ class ArrowColumn(_capsules.ColumnCore):
         return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
 
     def _exportable_chunks(self) -> list[Any]:
-        """The chunks, each ready to export with computed null counts (O5: -1 is computed, not
+        """The chunks, each ready to export with computed null counts (C6: -1 is computed, not
         passed on)."""
         return [self._ready_chunk(i) for i in range(len(self._chunks))]
 
@@ -477,7 +477,7 @@ class ArrowColumn(_capsules.ColumnCore):
         return cast(self, target)
 
     def _on_cpu(self) -> ArrowColumn:
-        """This column where the CPU can read it, its data ready: a host copy of device data (O6)."""
+        """This column where the CPU can read it, its data ready: a host copy of device data (C8)."""
         if all(c.device_type == _CPU and not c.sync_event for c in self._chunks):
             return self  # nothing to copy, nothing to wait for
         host = self.to_host()

@@ -81,7 +81,7 @@ class ArrowTable:
                 if probe._chunk_null_count(i):
                     raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
                                             "its null rows have no meaning per column")
-                probe._ready_chunk(i)  # exports carry computed null counts (O5)
+                probe._ready_chunk(i)  # exports carry computed null counts (C6)
             num_rows += batch.length
             offsets = offsets or batch.offset > 0
         table = object.__new__(cls)  # what __init__ checks holds for one struct type's batches

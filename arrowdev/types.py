@@ -198,7 +198,7 @@ _KNOWN_TYPES_MAX = 1024
 
 
 def type_of_schema(capsule: Any) -> DataType:
-    """The DataType of an ``arrow_schema`` capsule, parsed (and so validated, O7) by nanoarrow once
+    """The DataType of an ``arrow_schema`` capsule, parsed (and so validated, C9) by nanoarrow once
     per distinct schema: capsules whose trees have the same content share one DataType, which
     wraps arrowdev's own copy of the schema, so no producer's capsule is kept. Raises like
     :meth:`DataType.from_arrow` for anything else."""

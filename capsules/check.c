@@ -1,4 +1,4 @@
-/* Checks a held array tree against its schema, node by node, before Python sees it (O7).
+/* Checks a held array tree against its schema, node by node, before Python sees it (C9, docs/architecture.md).
  *
  * Only the shape is checked here: how many buffers and children a node of each format has, that
  * dictionaries appear where the schema has them, that null_count <= length, and that the children

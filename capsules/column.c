@@ -144,7 +144,7 @@ static PyMethodDef Column_methods[] = {
      "only for now) or a cheap cast is requested"},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))Column_arrow_c_array, METH_FASTCALL | METH_KEYWORDS,
      "__arrow_c_array__(requested_schema=None, **kwargs): (schema, array) capsules; device data is "
-     "copied to host first (O6), several chunks are concatenated (the one copy of a CPU column)"},
+     "copied to host first (C8), several chunks are concatenated (the one copy of a CPU column)"},
     {NULL}};
 
 PyTypeObject ColumnCoreType = {

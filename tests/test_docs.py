@@ -1,0 +1,106 @@
+"""Every ```python block of README.md and docs/ runs, as a user would run it: each in a fresh process.
+
+A block whose first line is a comment starting with ``# GPU`` needs a CUDA GPU: it runs in the GPU suite
+(the ``gpu`` marker). A top-level expression followed by a comment that is a Python literal states its
+value (``col.to_pylist()  # [3, None, 7]``): the block asserts it. Docs also cite files of the repository:
+every cited path exists, and no document cites a design document outside it.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tokenize
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+GPU_FIRST_LINE = "# GPU"
+
+
+def _blocks() -> list[tuple[str, str]]:
+    """(id, source) of every ```python block: id is path:line of its first line."""
+    found = []
+    for path in DOCUMENTS:
+        lines = path.read_text().splitlines()
+        start = None
+        for number, line in enumerate(lines, 1):
+            if start is None and line.strip() == "```python":
+                start = number
+            elif start is not None and line.strip() == "```":
+                found.append((f"{path.relative_to(ROOT)}:{start + 1}", "\n".join(lines[start:number - 1]) + "\n"))
+                start = None
+    return found
+
+
+BLOCKS = _blocks()
+
+
+def _stated_values(source: str) -> str:
+    """The block with each `expression  # literal` line turned into an assertion of that value."""
+    comments = {tok.start[0]: tok.string[1:].strip() for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                if tok.type == tokenize.COMMENT}
+    tree = ast.parse(source)
+    for i, node in enumerate(tree.body):
+        comment = comments.get(node.end_lineno) if isinstance(node, ast.Expr) else None
+        try:
+            expected = ast.literal_eval(comment) if comment else None
+        except (ValueError, SyntaxError):
+            continue
+        if comment:
+            shown = ast.get_source_segment(source, node)
+            check = f"assert ({shown}) == {expected!r}, ({shown!r}, 'is', {shown})"
+            tree.body[i] = ast.parse(check).body[0]
+    return ast.unparse(tree)
+
+
+def _params():
+    for block_id, source in BLOCKS:
+        marks = [pytest.mark.gpu] if source.lstrip().startswith(GPU_FIRST_LINE) else []
+        yield pytest.param(source, id=block_id, marks=marks)
+
+
+@pytest.mark.parametrize("source", _params())
+def test_code_block_runs(source):
+    program = _stated_values(source)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-W", "error", "-c", program], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+
+
+def test_there_are_blocks_of_both_kinds():
+    gpu = [block_id for block_id, source in BLOCKS if source.lstrip().startswith(GPU_FIRST_LINE)]
+    assert len(BLOCKS) >= 8 and 0 < len(gpu) < len(BLOCKS)
+
+
+def test_stated_values_are_checked():
+    program = _stated_values("x = [1, 2]\nx  # [1, 2]\nlen(x)  # 3\nx  # a list, not a literal\n")
+    assert "assert x == [1, 2]" in program and "assert len(x) == 3" in program
+    with pytest.raises(AssertionError):
+        exec(compile(program, "<block>", "exec"), {})
+
+
+CITED = re.compile(r"(?<![\w/.-])((?:arrowdev|capsules|tests|docs|benchmarks|examples)/[\w/.-]*\w)")
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_documents_cite_only_files_of_the_repository(path):
+    text = path.read_text()
+    assert "design.md" not in text
+    missing = {cited for cited in CITED.findall(text) if not (ROOT / cited.split("::")[0]).exists()}
+    links = re.findall(r"\]\(([^)#\s]+)\)", text)
+    missing |= {link for link in links if "://" not in link and not (path.parent / link).exists()}
+    assert not missing
+
+
+def test_no_code_cites_a_design_document_outside_the_repository():
+    sources = [p for d in ("arrowdev", "capsules", "tests", "benchmarks", "examples") for p in (ROOT / d).rglob("*")
+               if p.suffix in (".py", ".c", ".h", ".pyi") and p.name != "test_docs.py"]
+    assert not [str(p.relative_to(ROOT)) for p in sources if "design.md" in p.read_text()]
