@@ -104,3 +104,15 @@ def test_no_code_cites_a_design_document_outside_the_repository():
     sources = [p for d in ("arrowdev", "capsules", "tests", "benchmarks", "examples") for p in (ROOT / d).rglob("*")
                if p.suffix in (".py", ".c", ".h", ".pyi") and p.name != "test_docs.py"]
     assert not [str(p.relative_to(ROOT)) for p in sources if "design.md" in p.read_text()]
+
+
+def test_the_api_reference_builds_without_warnings(tmp_path):
+    """docs/api (Sphinx autodoc + napoleon over the numpydoc docstrings), warnings as errors."""
+    pytest.importorskip("sphinx", reason="the API reference needs the docs extra: pip install -e '.[docs]'")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                             str(ROOT / "docs" / "api"), str(tmp_path)], env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    page = (tmp_path / "columns.html").read_text()
+    assert "ArrowColumn.to_device" in page and "ArrowColumn.apply" in page
