@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import pathlib
 import re
@@ -116,3 +117,33 @@ def test_the_api_reference_builds_without_warnings(tmp_path):
     assert result.returncode == 0, result.stderr[-4000:]
     page = (tmp_path / "columns.html").read_text()
     assert "ArrowColumn.to_device" in page and "ArrowColumn.apply" in page
+
+
+def test_figures_are_drawn_from_the_recorded_results(tmp_path):
+    """benchmarks/plot_results.py draws every figure from benchmarks/results/*.json; each result file names
+    its machine and says whether it was measured or transcribed; the committed PNGs are there."""
+    pytest.importorskip("matplotlib", reason="the figures need the docs extra: pip install -e '.[docs]'")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import plot_results
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    written = plot_results.main(["--out", str(tmp_path)])
+    assert sorted(p.name for p in written) == ["string_udfs.png", "transfers.png", "udf_bandwidth.png"]
+    for png in written:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (ROOT / "docs" / "images" / png.name).exists()
+    for result in (ROOT / "benchmarks" / "results").glob("*.json"):
+        record = json.loads(result.read_text())
+        assert record["machine"] and (record["source"] == "measured" or "transcribed from docs/" in record["source"])
+
+
+def test_the_ownership_diagram_is_drawn_by_its_script(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib", reason="the diagram needs the docs extra: pip install -e '.[docs]'")
+    sys.path.insert(0, str(ROOT / "docs" / "images"))
+    try:
+        import draw_ownership
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "images"))
+    monkeypatch.setattr(draw_ownership, "OUT", tmp_path / "ownership.png")
+    assert draw_ownership.main().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (ROOT / "docs" / "images" / "ownership.png").exists()
