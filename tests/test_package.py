@@ -165,3 +165,42 @@ def test_tests_run_from_the_unpacked_sdist(sdist, tmp_path):
     ran = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/test_examples.py",
                 "tests/test_column.py", "-k", "quickstart or null_count or slice"], tree, **env)
     assert " passed" in ran.stdout and "failed" not in ran.stdout
+
+
+# ---- what may skip -------------------------------------------------------------------------------
+
+
+def test_in_ci_only_gpu_tests_may_skip(tmp_path):
+    """tests/conftest.py: under CI=true a skipped non-GPU test (a missing extra, a numba-cuda test without
+    numba-cuda) fails; a GPU test still skips. Outside CI both skip."""
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    multi_gpu: x\n    numba_cuda: x\n")
+    (tmp_path / "test_skips.py").write_text(
+        "import pytest\n\n"
+        "def test_missing_extra():\n    pytest.importorskip('no_such_module_anywhere')\n\n"
+        "@pytest.mark.gpu\ndef test_on_a_gpu():\n    pass\n\n"
+        "def test_runs():\n    pass\n")
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs", str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    in_ci = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env={**env, "CI": "true"})
+    assert in_ci.returncode == 1, in_ci.stdout
+    assert "skipped in CI, where only GPU tests may skip" in in_ci.stdout and "1 failed, 1 passed" in in_ci.stdout
+    gpu_skipped = "1 skipped" in in_ci.stdout
+    local = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env={**env, "CI": ""})
+    assert local.returncode == 0 and "1 passed" in local.stdout, local.stdout
+    import conftest
+
+    assert gpu_skipped is not conftest.GPU  # the GPU test skips exactly when there is no GPU
+    assert ("2 skipped" in local.stdout) is not conftest.GPU
+
+
+def test_numba_cuda_tests_are_marked_so_that_they_skip_only_outside_ci():
+    import conftest
+
+    result = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "numba_cuda",
+                   "tests/test_udf.py", "tests/test_string_udf.py", "tests/test_managed_strings.py"], ROOT,
+                  PYTHONPATH=str(ROOT))
+    marked = [line for line in result.stdout.splitlines() if "::" in line]
+    assert any("test_whole_cuda_kernels_compile_without_a_gpu" in line for line in marked)
+    assert any("test_cuda_typing_and_lowering_without_a_gpu" in line for line in marked)
+    assert conftest.NUMBA_CUDA or not conftest.CI  # CI installs the kernels extra
