@@ -61,10 +61,10 @@ def _stated_values(source: str) -> str:
     return ast.unparse(tree)
 
 
-def _params():
-    for block_id, source in BLOCKS:
-        marks = [pytest.mark.gpu] if source.lstrip().startswith(GPU_FIRST_LINE) else []
-        yield pytest.param(source, id=block_id, marks=marks)
+def _params() -> list[object]:
+    return [pytest.param(source, id=block_id,
+                         marks=[pytest.mark.gpu] if source.lstrip().startswith(GPU_FIRST_LINE) else [])
+            for block_id, source in BLOCKS]
 
 
 @pytest.mark.parametrize("source", _params())
