@@ -50,15 +50,23 @@ def _stated_values(source: str) -> str:
     tree = ast.parse(source)
     for i, node in enumerate(tree.body):
         comment = comments.get(node.end_lineno) if isinstance(node, ast.Expr) else None
-        try:
-            expected = ast.literal_eval(comment) if comment else None
-        except (ValueError, SyntaxError):
-            continue
-        if comment:
+        expected = _literal(comment) if comment else None
+        if expected is not None:
             shown = ast.get_source_segment(source, node)
-            check = f"assert ({shown}) == {expected!r}, ({shown!r}, 'is', {shown})"
+            check = f"assert ({shown}) == {expected[0]!r}, ({shown!r}, 'is', {shown})"
             tree.body[i] = ast.parse(check).body[0]
     return ast.unparse(tree)
+
+
+def _literal(comment: str) -> tuple[object] | None:
+    """(value,) when the comment is a Python literal, or starts with one followed by ': ' and prose."""
+    candidates = [comment] + [comment[:i] for i in range(len(comment)) if comment.startswith(": ", i)]
+    for candidate in candidates:
+        try:
+            return (ast.literal_eval(candidate.strip()),)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return None
 
 
 def _params() -> list[object]:
@@ -82,8 +90,10 @@ def test_there_are_blocks_of_both_kinds():
 
 
 def test_stated_values_are_checked():
-    program = _stated_values("x = [1, 2]\nx  # [1, 2]\nlen(x)  # 3\nx  # a list, not a literal\n")
+    program = _stated_values("x = [1, 2]\nx  # [1, 2]\nlen(x)  # 3: prose after the value\nx  # a list, not a literal\n"
+                             "{'a': 1}  # {'a': 1}\n")
     assert "assert x == [1, 2]" in program and "assert len(x) == 3" in program
+    assert "assert {'a': 1} == {'a': 1}" in program and program.count("assert") == 3
     with pytest.raises(AssertionError):
         exec(compile(program, "<block>", "exec"), {})
 
@@ -147,3 +157,25 @@ def test_the_ownership_diagram_is_drawn_by_its_script(tmp_path, monkeypatch):
     monkeypatch.setattr(draw_ownership, "OUT", tmp_path / "ownership.png")
     assert draw_ownership.main().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (ROOT / "docs" / "images" / "ownership.png").exists()
+
+
+def test_benchmarks_record_their_results_as_json(tmp_path):
+    """The --json option of the benchmarks (benchmarks/record.py): a file plot_results.py can read."""
+    import argparse
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import record
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    parser = argparse.ArgumentParser()
+    record.add_json_option(parser, "bench_udf")
+    assert parser.parse_args([]).json is None
+    assert parser.parse_args(["--json"]).json == str(ROOT / "benchmarks" / "results" / "bench_udf.json")
+    out = tmp_path / "r.json"
+    record.write(str(out), "bench_udf", "a GPU", [{"rows": 10, "gb_per_s": 1.5}], pandas_rows=7)
+    written = json.loads(out.read_text())
+    assert written["source"] == "measured" and written["machine"] == "a GPU" and written["pandas_rows"] == 7
+    assert written["rows"] == [{"rows": 10, "gb_per_s": 1.5}]
+    for bench in ("bench_udf", "bench_string_udf", "bench_transfer"):
+        assert f'record.add_json_option(parser, "{bench}")' in (ROOT / "benchmarks" / f"{bench}.py").read_text()
