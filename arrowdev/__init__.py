@@ -25,6 +25,10 @@ def import_ipc(data: bytes) -> ArrowColumn | ArrowTable:
     return imported
 
 
+if "distributed.protocol.serialize" in __import__("sys").modules:  # a Dask worker: arrowdev's serializers
+    from .dask import _distributed  # noqa: F401  (registers on import; see arrowdev.dask)
+
+
 __all__ = [
     "ArrowColumn",
     "ArrowDevError",

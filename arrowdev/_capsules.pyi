@@ -1,4 +1,4 @@
-"""Types of arrowdev's native core (capsules/module.c, column.c, import_module.c, stream_module.c).
+"""Types of arrowdev's native core (capsules/py_module.c, py_column.c, py_import.c, py_stream.c).
 
 tests/test_package.py checks this stub against the built module with mypy's stubtest.
 Capsules are ``types.CapsuleType`` at run time; typeshed has no name for it before Python 3.13.
@@ -88,7 +88,7 @@ def import_pair(
 def import_from(
     obj: object, known_types: dict[bytes, DataType] | None, column_type: type[ColumnCore] | None = None, /
 ) -> Any: ...  # (dtype, [held]), a column of column_type, (None, exported pair) or None
-def schema_key(capsule: _Capsule, /) -> bytes | None: ...
+def schema_key(capsule: _Capsule, /) -> bytes: ...
 def export_schema(address: int, /) -> _Capsule: ...
 def import_stream(capsule: _Capsule, /) -> CArrayStream: ...
 def build(

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _capsules
+from . import _capsules, layout
 from .types import DataType
+
+HOST_LABELS = frozenset({3, 11})  # CUDA_HOST, ROCM_HOST: CPU memory, exported as CPU
 
 # Representation changes that ``requested_schema`` may ask for and arrowdev honours (C10).
 _FAMILIES = (
@@ -57,3 +59,44 @@ def array_capsules(dtype: DataType, held: Any, device: bool) -> tuple[Any, Any]:
 def stream_capsule(dtype: DataType, arrays: list[Any], device: bool, device_code: int = 1) -> Any:
     """A stream capsule yielding ``arrays`` (held arrays with known null counts)."""
     return _capsules.export_stream(dtype.__arrow_c_schema__(), arrays, device, device_code)
+
+
+class StreamOnly:
+    """A class attribute its instances do not have (``hasattr`` is False): the array protocols of
+    a column or table of several chunks, which, like PyArrow's chunked arrays and tables, offer
+    only the stream protocols, so that consumers take every chunk zero-copy."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        raise AttributeError(f"{self.name}: an arrowdev object of several chunks offers only the stream "
+                             "protocols (__arrow_c_stream__, __arrow_c_device_stream__); combine_chunks() "
+                             "makes one chunk (a copy)")
+
+
+_IMPORTERS: list[Any] = []
+
+
+def pyarrow_import_device_array() -> Any:
+    """``pyarrow.Array._import_from_c_device_capsule``, looked up once (PyArrow is imported late)."""
+    if not _IMPORTERS:
+        import pyarrow as pa
+
+        _IMPORTERS.append(pa.Array._import_from_c_device_capsule)
+    return _IMPORTERS[0]
+
+
+def cpu_labelled(dtype: DataType, held: Any) -> Any:
+    """A held array of ``dtype`` ready to export, in CPU-readable memory whose producers are
+    done, labelled ARROW_DEVICE_CPU: pinned host memory is CPU memory, and CPU-only consumers
+    refuse the host labels. The same buffers; the new top node keeps ``held`` alive."""
+    if held.device_type not in HOST_LABELS:
+        return held
+    length, offset, nulls, buffers, children, _ = held.tree()
+    if nulls < 0:
+        nulls = layout.null_count(dtype, offset, length, buffers[0] if buffers else 0, layout.read_cpu)
+    return _capsules.build(length, nulls, offset, list(buffers), [held.child(i) for i in range(len(children))],
+                           held.dictionary(), keepalive=held)

@@ -4,10 +4,12 @@
 >>> import arrowdev as ad
 >>> col = ad.column(pa.chunked_array([["a", "bc"], [None, "d"]]))
 >>> len(col), col.num_chunks, col.null_count, col.type
-(4, 2, 1, DataType(string))
+(4, 2, 1, string)
 >>> col[1:3].to_pylist()
 ['bc', None]
->>> pa.array(col)  # a single-array export of two chunks concatenates (the one copy)
+>>> hasattr(col, "__arrow_c_array__")  # several chunks: only the stream protocols, as in PyArrow
+False
+>>> pa.array(col.combine_chunks())  # the one copy, explicit
 <pyarrow.lib.StringArray object at ...>
 [
   "a",
@@ -22,12 +24,13 @@ from __future__ import annotations
 import builtins
 import itertools
 import operator
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, cast
+from typing import Any, Callable, Iterator, SupportsIndex, cast
 
 from . import _capsules, layout
+from .layout import BufferInfo
 from ._from_arrow import check_tree, read_arrow, read_arrow_after
-from ._to_arrow import array_capsules, cheap_target, check_kwargs, stream_capsule
+from ._to_arrow import (StreamOnly, array_capsules, cheap_target, check_kwargs, cpu_labelled,
+                        pyarrow_import_device_array, stream_capsule)
 from .errors import DeviceUnavailableError, InvalidArrowError
 from .types import KNOWN_TYPES, DataType, Device
 
@@ -35,19 +38,6 @@ __all__ = ["ArrowColumn", "BufferInfo", "column"]
 
 _PREVIEW_ROWS = 10
 _CPU = 1  # ArrowDeviceType of CPU memory
-
-
-@dataclass(frozen=True)
-class BufferInfo:
-    """One buffer of one node of one chunk: where it is and how many bytes the node uses."""
-
-    chunk: int
-    node: str  # "" for the top node, else a path such as "children[0].dictionary"
-    index: int
-    role: str  # validity, data, offsets, sizes, views, type_ids, variadic_data, variadic_sizes
-    address: int
-    size: int
-    device: Device
 
 
 def reader_for(device: Device) -> layout.Reader:
@@ -76,7 +66,7 @@ class ArrowColumn(_capsules.ColumnCore):
     Build one with :func:`arrowdev.column` (``ArrowColumn.from_arrow``) from any Arrow producer.
     It exports every Arrow PyCapsule protocol; nothing is copied except where a method says so.
 
-    Its state lives in its native base, ``_capsules.ColumnCore`` (capsules/column.c): ``_type``,
+    Its state lives in its native base, ``_capsules.ColumnCore`` (capsules/py_column.c): ``_type``,
     ``_chunks`` (a list of held arrays) and ``_nulls`` (per chunk, the null count where known;
     None until first needed). The base also runs the hot path of ``__arrow_c_device_array__`` and
     ``__arrow_c_array__`` (one chunk, no request); every other case comes back to
@@ -89,8 +79,10 @@ class ArrowColumn(_capsules.ColumnCore):
         self._type = dtype
         # a list is taken as it is (no column changes its chunk list, so columns may share one)
         self._chunks = chunks = chunks if type(chunks) is list else list(chunks)
-        if len(chunks) > 1 and len({(c.device_type, c.device_id) for c in chunks}) > 1:
-            raise ValueError("expected every chunk of a column on one device, got chunks on several")
+        if len(chunks) > 1:
+            if len({(c.device_type, c.device_id) for c in chunks}) > 1:
+                raise ValueError("expected every chunk of a column on one device, got chunks on several")
+            self.__class__ = _ChunkedColumn  # offers only the stream protocols
 
     def _null_list(self) -> list[int | None]:
         """Each chunk's null count where known (None: to be counted), as the chunks say at first."""
@@ -173,7 +165,7 @@ class ArrowColumn(_capsules.ColumnCore):
         read, device = reader_for(self.device), self.device
         out: list[BufferInfo] = []
         for i, chunk in enumerate(self._chunks):
-            out.extend(_node_buffers(self._type, chunk.tree(), "", i, read, device))
+            out.extend(layout.node_buffers(self._type, chunk.tree(), "", i, read, device))
         return out
 
     @property
@@ -225,6 +217,10 @@ class ArrowColumn(_capsules.ColumnCore):
         start = min(offset, total)
         stop = total if length is None else min(start + length, total)
         chunks, nulls, known_nulls = [], [], self._null_list()
+        if start == stop and self._chunks:  # an empty slice keeps a chunk, so its device and type
+            # (at offset 0: PyArrow loses the buffers of an empty array with an offset when it
+            # concatenates it after its C import)
+            return self._derive([self._chunks[0].slice(0, 0, 0)], [0])
         for i, (chunk, first) in enumerate(zip(self._chunks, self._chunk_starts())):
             lo, hi = max(start, first), min(stop, first + chunk.length)
             if lo >= hi:
@@ -267,8 +263,10 @@ class ArrowColumn(_capsules.ColumnCore):
         if full:
             import pyarrow as pa
 
+            from .interop.pyarrow import to_storage_chunked_array
+
             try:
-                self.to_pyarrow().validate(full=True)
+                to_storage_chunked_array(self).validate(full=True)
             except (pa.ArrowInvalid, pa.ArrowException) as e:
                 raise InvalidArrowError(f"invalid {self._type} data: {e}") from e
 
@@ -279,21 +277,69 @@ class ArrowColumn(_capsules.ColumnCore):
         return to_chunked_array(self)
 
     def to_pylist(self) -> list[Any]:
-        """The values as Python objects (device data is copied to host). Types PyArrow cannot
-        convert (the month and day-time interval types) go through nanoarrow."""
-        try:
-            values: list[Any] = self.to_pyarrow().to_pylist()
-            return values
-        except (KeyError, NotImplementedError):
-            import nanoarrow as na
+        """The values as Python objects, converted by PyArrow (device data is copied to host).
+        interval[months] values are ints, interval[day_time] values ``(days, ms)`` tuples."""
+        from .interop.pyarrow import to_pylist
 
-            values = na.Array(self._on_cpu()).to_pylist()
-            return values
+        return to_pylist(self)
+
+    def __iter__(self) -> Iterator[Any]:
+        """The values as Python objects, a chunk at a time."""
+        for chunk in self.chunks:
+            yield from chunk.to_pylist()
 
     def equals(self, other: Any) -> bool:
         """True when ``other`` (any Arrow producer) has the same type and values."""
+        from .interop.pyarrow import to_storage_chunked_array
+
         other = ArrowColumn.from_arrow(other)
-        return self._type == other._type and bool(self.to_pyarrow().equals(other.to_pyarrow()))
+        return self._type == other._type and bool(to_storage_chunked_array(self).equals(to_storage_chunked_array(other)))
+
+    def __eq__(self, other: object) -> Any:
+        """``equals`` (as PyArrow's ``==``); NotImplemented for what is not Arrow data."""
+        try:
+            return self.equals(other)
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal columns must hash equal: values are not hashed
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the buffers the rows use, counted from each buffer's start (:attr:`buffers`)."""
+        return sum(b.size for b in self.buffers if b.role != "variadic_sizes")
+
+    def to_numpy(self, zero_copy_only: bool = True, writable: bool = False) -> Any:
+        """A NumPy array of the values, with PyArrow's ``Array.to_numpy`` rules: a view of one CPU
+        chunk of fixed-width data without nulls; otherwise (nulls, bool, strings, nested, several
+        chunks, device data) ValueError unless ``zero_copy_only=False``, which copies (nulls
+        become NaN or None as PyArrow makes them). ``writable=True`` always copies.
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> ad.column(pa.array([1, 2, 3])).to_numpy()
+        array([1, 2, 3])
+        """
+        from .interop.pyarrow import to_numpy
+
+        return to_numpy(self, zero_copy_only, writable)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """``numpy.asarray(col)``: a view where :meth:`to_numpy` gives one, else a copy; with
+        ``copy=False`` a needed copy raises ValueError (NumPy 2's rules)."""
+        from .interop.pyarrow import array_protocol
+
+        return array_protocol(self, dtype, copy)
+
+    def __arrow_array__(self, type: Any = None) -> Any:
+        """What ``pyarrow.array(col)`` returns (PyArrow asks this before the capsule protocols):
+        an Array (a ChunkedArray for several chunks), zero-copy for CPU data; GPU data is copied
+        to host unless PyArrow was built with CUDA (docs/device.md)."""
+        chunks = self._chunks
+        if type is None and len(chunks) == 1 and chunks[0].device_type == _CPU and not chunks[0].sync_event:
+            return pyarrow_import_device_array()(*self.__arrow_c_device_array__())  # the hot path
+        from .interop.pyarrow import to_array
+
+        return to_array(self, type)
 
     def __repr__(self) -> str:
         device = self.device
@@ -309,6 +355,13 @@ class ArrowColumn(_capsules.ColumnCore):
 
     # ---- devices -----------------------------------------------------------------------------
 
+    def combine_chunks(self) -> ArrowColumn:
+        """The column as one chunk (a copy when it has several; on device data, made on the host
+        and copied back). Such a column offers the array protocols again."""
+        if len(self._chunks) == 1:
+            return self
+        return self._derive([self._one_array()], [None])
+
     def to_device(self, device: int = 0, stream: Any = None) -> ArrowColumn:
         """A copy on CUDA device ``device`` (this column if it is there already).
 
@@ -318,7 +371,16 @@ class ArrowColumn(_capsules.ColumnCore):
         copied (slices included). Needs CuPy and a GPU."""
         from .cuda import copy_columns
 
-        return copy_columns([self], Device("cuda", device), stream)[0]
+        return copy_columns([self._with_a_chunk()], Device("cuda", device), stream)[0]
+
+    def _with_a_chunk(self) -> ArrowColumn:
+        """This column, or for one of no chunks an empty chunk of its type (so that a copy of it
+        has a device)."""
+        if self._chunks:
+            return self
+        from .interop.pyarrow import empty
+
+        return ArrowColumn(self._type, empty(self._type)._chunks)
 
     def to_host(self, stream: Any = None) -> ArrowColumn:
         """A copy in pinned host memory (device ``cuda_host``) of device data, or this column if
@@ -367,6 +429,13 @@ class ArrowColumn(_capsules.ColumnCore):
 
         return Rolling(self, window, min_periods, center)
 
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles the rows in range (out of band with protocol 5: zero-copy for CPU data; device data
+        goes through host memory and lands on the receiver's GPU). See :mod:`arrowdev._serialize`."""
+        from ._serialize import reduce
+
+        return reduce(self, operator.index(protocol))
+
     # ---- array exports (CuPy, numba, PyTorch, NumPy) -------------------------------------------
 
     @property
@@ -398,19 +467,24 @@ class ArrowColumn(_capsules.ColumnCore):
     def __arrow_c_schema__(self) -> Any:
         return self._type.__arrow_c_schema__()
 
-    # __arrow_c_device_array__ and __arrow_c_array__ are ColumnCore's (capsules/column.c): they export
+    # __arrow_c_device_array__ and __arrow_c_array__ are ColumnCore's (capsules/py_column.c): they export
     # one chunk with no request in one native call, and call these two for everything else.
 
     def _arrow_c_device_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """(schema, device array) capsules; never copies unless the column has several chunks
-        (then they are concatenated, on the CPU only for now) or a cheap cast is requested."""
+        """(schema, device array) capsules; never copies unless a cheap cast is requested (a
+        column of several chunks has no ``__arrow_c_device_array__``; called directly, this
+        concatenates them, the copy :meth:`combine_chunks` makes). Pinned host memory is exported
+        as CPU memory, once its producers are done."""
         check_kwargs(kwargs)
         col = self._as_requested(requested_schema)
+        if col.device.is_cpu_readable:
+            col = col._on_cpu()
+            return array_capsules(col._type, cpu_labelled(col._type, col._one_array()), device=True)
         return array_capsules(col._type, col._one_array(), device=True)
 
     def _arrow_c_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """(schema, array) capsules; device data is copied to host first (C8), several chunks
-        are concatenated (the one copy of a CPU column)."""
+        """(schema, array) capsules; device data is copied to host first (C8). Several chunks
+        (only when called directly: such a column has no ``__arrow_c_array__``) are concatenated."""
         check_kwargs(kwargs)
         col = self._on_cpu()._as_requested(requested_schema)
         return array_capsules(col._type, col._one_array(), device=False)
@@ -422,9 +496,14 @@ class ArrowColumn(_capsules.ColumnCore):
         return stream_capsule(col._type, col._exportable_chunks(), device=False)
 
     def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
-        """A device stream capsule of the chunks, zero-copy, on the column's device."""
+        """A device stream capsule of the chunks, zero-copy, on the column's device (pinned host
+        memory is exported as CPU memory, once its copy is done)."""
         check_kwargs(kwargs)
         col = self._as_requested(requested_schema)
+        if col.device.is_cpu_readable:
+            col = col._on_cpu()
+            chunks = [cpu_labelled(col._type, c) for c in col._exportable_chunks()]
+            return stream_capsule(col._type, chunks, device=True)
         return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
 
     def _exportable_chunks(self) -> list[Any]:
@@ -450,9 +529,9 @@ class ArrowColumn(_capsules.ColumnCore):
         *_, children, dictionary = chunk.tree()
         counts = [self._chunk_null_count(i)]
         for child_type, child in zip(self._type.children, children):
-            counts.extend(_node_null_counts(child_type, child, read))
+            counts.extend(layout.node_null_counts(child_type, child, read))
         if dictionary is not None:
-            counts.extend(_node_null_counts(cast(DataType, self._type.value_type), dictionary, read))
+            counts.extend(layout.node_null_counts(cast(DataType, self._type.value_type), dictionary, read))
         chunk.set_null_counts(counts)
 
     def _one_array(self) -> Any:
@@ -485,33 +564,12 @@ class ArrowColumn(_capsules.ColumnCore):
         return host
 
 
-def _node_null_counts(dtype: DataType, tree: tuple[Any, ...], read: layout.Reader | None) -> Iterator[int]:
-    """The null count of a node and of every node below it, in tree order (the node, its
-    children's subtrees, its dictionary's): the producer's where it gave one, else computed from
-    the type and validity bitmap; -1 where that needs a read and ``read`` is None."""
-    length, offset, null_count, buffers, children, dictionary = tree
-    if null_count < 0:
-        validity = buffers[0] if buffers else 0
-        null_count = layout.null_count_unread(dtype, length, validity)
-        if null_count is None:
-            null_count = -1 if read is None else layout.null_count(dtype, offset, length, validity, read)
-    yield null_count
-    for child_type, child in zip(dtype.children, children):
-        yield from _node_null_counts(child_type, child, read)
-    if dictionary is not None:
-        yield from _node_null_counts(cast(DataType, dtype.value_type), dictionary, read)
+class _ChunkedColumn(ArrowColumn):
+    """An ArrowColumn of several chunks (its class from birth: a column's chunks never change)."""
 
-
-def _node_buffers(dtype: DataType, tree: tuple[Any, ...], path: str, chunk: int, read: layout.Reader,
-                  device: Device) -> Iterator[BufferInfo]:
-    length, offset, _, buffers, children, dictionary = tree
-    for index, (spec, address) in enumerate(zip(layout.buffer_specs(dtype, offset, length, buffers, read), buffers)):
-        yield BufferInfo(chunk, path, index, spec.role, address, spec.size if address else 0, device)
-    sep = "." if path else ""
-    for i, (child_type, child) in enumerate(zip(dtype.children, children)):
-        yield from _node_buffers(child_type, child, f"{path}{sep}children[{i}]", chunk, read, device)
-    if dictionary is not None:
-        yield from _node_buffers(cast(DataType, dtype.value_type), dictionary, f"{path}{sep}dictionary", chunk, read, device)
+    __slots__ = ()
+    __arrow_c_array__ = StreamOnly()
+    __arrow_c_device_array__ = StreamOnly()
 
 
 _import_from = _capsules.import_from

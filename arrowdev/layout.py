@@ -1,9 +1,10 @@
 """What each Arrow type's buffers are, how large they are, and how many nulls an array has.
 
-One set of rules serves every type-aware feature: buffer sizes (``ArrowColumn.buffers``), null
-counts, and the host/device copies, which copy just the bytes in range. (How many buffers and
-children a node has is checked on import by the native core: capsules/check.c.) The rules read memory only through a ``read(address, nbytes) -> bytes``
-function, so they work the same on CPU and device memory.
+One set of rules serves every type-aware feature: buffer sizes (``ArrowColumn.buffers``,
+``nbytes``), null counts, and the host/device copies, which copy just the bytes in range. (How many
+buffers and children a node has is checked on import by the native core: capsules/check.c.) The
+rules read memory only through a ``read(address, nbytes) -> bytes`` function, so they work the
+same on CPU and device memory.
 
 Why not nanoarrow's ``ArrowArrayView``: it computes the same sizes, but reads the offsets
 buffers in place, which only works for CPU memory. For CPU data, full validation (offsets
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterator, cast
 
 import numpy as np
 
-from .types import DataType
+from .types import DataType, Device
 
 Reader = Callable[[int, int], bytes]
 
@@ -115,3 +116,46 @@ def null_count(dtype: DataType, offset: int, length: int, validity: int, read: R
         return known
     first, last = offset // 8, (offset + length + 7) // 8
     return length - count_set_bits(read(validity + first, last - first), offset - 8 * first, length)
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    """One buffer of one node of one chunk: where it is and how many bytes the node uses."""
+
+    chunk: int
+    node: str  # "" for the top node, else a path such as "children[0].dictionary"
+    index: int
+    role: str  # validity, data, offsets, sizes, views, type_ids, variadic_data, variadic_sizes
+    address: int
+    size: int
+    device: Device
+
+
+def node_null_counts(dtype: DataType, tree: tuple[Any, ...], read: Reader | None) -> Iterator[int]:
+    """The null count of a node and of every node below it, in tree order (the node, its
+    children's subtrees, its dictionary's): the producer's where it gave one, else computed from
+    the type and validity bitmap; -1 where that needs a read and ``read`` is None."""
+    length, offset, count, buffers, children, dictionary = tree
+    if count < 0:
+        validity = buffers[0] if buffers else 0
+        count = null_count_unread(dtype, length, validity)
+        if count is None:
+            count = -1 if read is None else null_count(dtype, offset, length, validity, read)
+    yield count
+    for child_type, child in zip(dtype.children, children):
+        yield from node_null_counts(child_type, child, read)
+    if dictionary is not None:
+        yield from node_null_counts(cast(DataType, dtype.value_type), dictionary, read)
+
+
+def node_buffers(dtype: DataType, tree: tuple[Any, ...], path: str, chunk: int, read: Reader,
+                 device: Device) -> Iterator[BufferInfo]:
+    """The buffers of a node and of every node below it, in tree order."""
+    length, offset, _, buffers, children, dictionary = tree
+    for index, (spec, address) in enumerate(zip(buffer_specs(dtype, offset, length, buffers, read), buffers)):
+        yield BufferInfo(chunk, path, index, spec.role, address, spec.size if address else 0, device)
+    sep = "." if path else ""
+    for i, (child_type, child) in enumerate(zip(dtype.children, children)):
+        yield from node_buffers(child_type, child, f"{path}{sep}children[{i}]", chunk, read, device)
+    if dictionary is not None:
+        yield from node_buffers(cast(DataType, dtype.value_type), dictionary, f"{path}{sep}dictionary", chunk, read, device)

@@ -15,13 +15,15 @@ are the columns' chunks, sliced where chunk boundaries differ between columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+import operator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, SupportsIndex, cast
 
 import nanoarrow as na
 
 from . import _capsules
 from ._from_arrow import read_arrow
+from ._to_arrow import HOST_LABELS, StreamOnly
 from .column import ArrowColumn, struct_field
 from .errors import InvalidArrowError
 from .types import DataType, Device
@@ -29,6 +31,7 @@ from .types import DataType, Device
 __all__ = ["ArrowTable", "table"]
 
 _EMPTY_STRUCT = na.c_schema(na.struct([]))
+_PREVIEW_ROWS = 5
 
 
 class ArrowTable:
@@ -54,6 +57,21 @@ class ArrowTable:
         self._metadata = metadata
         self._batches = batches  # the record batches to export, built lazily when None
         self._schema = schema  # the struct type, built lazily when None
+        self._take_class()
+
+    def _take_class(self) -> None:
+        """Becomes a table of several batches, which offers only the stream protocols (as
+        PyArrow's Table does), or stays one that offers every protocol."""
+        self.__class__ = _ChunkedTable if self._batch_count() > 1 else ArrowTable
+
+    def _batch_count(self) -> int:
+        """How many record batches the exports yield."""
+        if self._batches is not None:
+            return len(self._batches)
+        starts = {0}
+        for col in self._columns:
+            starts.update(col._chunk_starts())
+        return len([s for s in starts if s < self._num_rows])
 
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowTable:
@@ -89,15 +107,29 @@ class ArrowTable:
         table._batches, table._schema = batches, dtype
         if offsets:  # not record batches as they are: rebuilt from the columns
             table._column_list, table._batches = table._columns, None
+        table._take_class()
         return table
+
+    @classmethod
+    def from_pydict(cls, mapping: Mapping[str, Any], schema: Any = None, metadata: Any = None) -> ArrowTable:
+        """A table from a mapping name -> values (lists or anything PyArrow's ``Table.from_pydict``
+        takes), built by PyArrow.
+
+        >>> import arrowdev as ad
+        >>> ad.ArrowTable.from_pydict({"a": [1, 2], "b": ["x", None]}).to_pydict()
+        {'a': [1, 2], 'b': ['x', None]}
+        """
+        import pyarrow as pa
+
+        return cls.from_arrow(pa.Table.from_pydict(dict(mapping), schema=schema, metadata=metadata))
 
     @property
     def _columns(self) -> list[ArrowColumn]:
         """The columns, made from the record batches the first time they are needed (an imported
         table that is only passed on never splits into columns)."""
         if self._column_list is None:
-            batches = cast(list[Any], self._batches)  # a table without columns has its batches and schema
-            self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in batches])
+            batches = self._batches
+            self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in cast(list[Any], batches)])
                                  for i, child in enumerate(self.schema._children)]
         return self._column_list
 
@@ -117,6 +149,16 @@ class ArrowTable:
 
     def __len__(self) -> int:
         return self._num_rows
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, columns)."""
+        return self._num_rows, self.num_columns
+
+    @property
+    def nbytes(self) -> int:
+        """The columns' :attr:`ArrowColumn.nbytes`, summed."""
+        return sum(col.nbytes for col in self._columns)
 
     @property
     def num_columns(self) -> int:
@@ -202,19 +244,27 @@ class ArrowTable:
 
     def to_device(self, device: int = 0, stream: Any = None) -> ArrowTable:
         """A copy of every column on CUDA device ``device``, in one batch of asynchronous copies
-        (see :meth:`ArrowColumn.to_device`)."""
-        from .cuda import copy_columns
-
-        return ArrowTable(copy_columns(self._columns, Device("cuda", device), stream), self._num_rows, self._metadata)
+        (see :meth:`ArrowColumn.to_device`); the record batches keep their boundaries, empty
+        ones included."""
+        return self._copy_to(Device("cuda", device), stream)
 
     def to_host(self, stream: Any = None) -> ArrowTable:
         """A copy of every column in pinned host memory (see :meth:`ArrowColumn.to_host`)."""
         if self.device.is_cpu_readable:
             return self
+        return self._copy_to(Device("cuda_host", self.device.id), stream)
+
+    def _copy_to(self, target: Device, stream: Any) -> ArrowTable:
+        """The record batches copied to ``target`` (a table of no rows gets one empty batch, so
+        that it has a device)."""
+        if self.device == target:
+            return self
         from .cuda import copy_columns
 
-        target = Device("cuda_host", self.device.id)
-        return ArrowTable(copy_columns(self._columns, target, stream), self._num_rows, self._metadata)
+        batches = self._as_struct_column()._with_a_chunk()
+        batches._exportable_chunks()  # the columns' null counts, computed where readable, go with the copy
+        copied = copy_columns([batches], target, stream)[0]
+        return ArrowTable._from_batches(self.schema, copied._chunks)
 
     def export_ipc(self) -> bytes:
         """Bytes another process on this node passes to :func:`arrowdev.import_ipc` to see this GPU
@@ -222,6 +272,12 @@ class ArrowTable:
         from .cuda.ipc import export_ipc
 
         return export_ipc(self)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles the rows in range, as :meth:`ArrowColumn.__reduce_ex__` does."""
+        from ._serialize import reduce
+
+        return reduce(self, operator.index(protocol))
 
     # ---- UDFs ----------------------------------------------------------------------------------
 
@@ -253,17 +309,71 @@ class ArrowTable:
         return pa.table(self)
 
     def to_pylist(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.to_pyarrow().to_pylist()
-        return rows
+        """The rows as dicts name -> value."""
+        names, columns = self.column_names, [col.to_pylist() for col in self._columns]
+        return [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * self._num_rows
+
+    def to_pydict(self) -> dict[str, list[Any]]:
+        """The columns as lists, by name (a later column wins a repeated name, as in PyArrow)."""
+        return {name: col.to_pylist() for name, col in zip(self.column_names, self._columns)}
+
+    def to_batches(self) -> list[ArrowTable]:
+        """The record batches the exports yield, each a table of one batch (zero-copy)."""
+        struct = self._as_struct_column()
+        return [ArrowTable._from_batches(self.schema, [batch]) for batch in struct._chunks]
+
+    def combine_chunks(self) -> ArrowTable:
+        """The table as one record batch (a copy when it has several). Such a table offers the
+        array protocols again."""
+        struct = self._as_struct_column()
+        if struct.num_chunks == 1:
+            return self
+        return ArrowTable._from_batches(self.schema, struct._with_a_chunk().combine_chunks()._chunks)
+
+    def __iter__(self) -> Iterator[ArrowColumn]:
+        """The columns (as for a Polars DataFrame)."""
+        return iter(self.columns)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """``numpy.asarray(tbl)``: a 2-D array, rows by columns: always a copy (``copy=False``
+        raises ValueError)."""
+        import numpy as np
+
+        if copy is False:
+            raise ValueError("expected a copy: a table becomes a 2-D NumPy array only by a copy (copy=False)")
+        columns = [np.asarray(col) for col in self._columns]
+        out = np.column_stack(columns) if columns else np.empty((self._num_rows, 0))
+        return out if dtype is None else out.astype(dtype, copy=False)
 
     def equals(self, other: Any) -> bool:
-        return bool(self.to_pyarrow().equals(ArrowTable.from_arrow(other).to_pyarrow()))
+        """True when ``other`` (any Arrow table producer) has the same schema and values."""
+        other = ArrowTable.from_arrow(other)
+        return (self.column_names == other.column_names and self._num_rows == other._num_rows
+                and all(a.equals(b) for a, b in zip(self._columns, other._columns)))
+
+    def __eq__(self, other: object) -> Any:
+        """``equals`` (as PyArrow's ``==``); NotImplemented for what is not Arrow data."""
+        try:
+            return self.equals(other)
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         device = self.device
-        cols = ", ".join(f"{c.name}: {c.type}" for c in self._columns)
-        return (f"<arrowdev.ArrowTable rows={self._num_rows} columns={self.num_columns} "
-                f"device={device.type}:{device.id}>\n{cols}")
+        head = (f"<arrowdev.ArrowTable rows={self._num_rows} columns={self.num_columns} "
+                f"batches={self._batch_count()} device={device.type}:{device.id}>")
+        schema = "\n".join(f"{name}: {col.type}" for name, col in zip(self.column_names, self._columns))
+        if not device.is_cpu_readable or not self._columns:
+            return f"{head}\n{schema}"
+        more = " ..." if self._num_rows > _PREVIEW_ROWS else ""
+        try:
+            rows = [f"{name}: {col.slice(0, _PREVIEW_ROWS).to_pylist()!r}{more}"
+                    for name, col in zip(self.column_names, self._columns)]
+        except Exception as e:  # a repr must not fail: say why there is no preview
+            rows = [f"<no preview: {type(e).__name__}: {e}>"]
+        return "\n".join([head, schema, "----", *rows])
 
     # ---- exports: a struct column of record batches speaks every protocol ---------------------
 
@@ -288,16 +398,19 @@ class ArrowTable:
         return self.schema.__arrow_c_schema__()
 
     def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """One record batch (struct array); several batches are concatenated (a copy)."""
+        """One record batch (struct array), zero-copy; pinned host memory goes out as CPU memory.
+        A table of several batches has no such attribute (only the streams)."""
         batches = self._batches
-        if requested_schema is None and not kwargs and batches is not None and len(batches) == 1:
-            pair: tuple[Any, Any] | None = batches[0].export_pair(self.schema._address, True)  # the hot path, in few steps
+        if (requested_schema is None and not kwargs and batches is not None and len(batches) == 1
+                and batches[0].device_type not in HOST_LABELS):
+            pair: tuple[Any, Any] | None = batches[0].export_pair(self.schema._address, True)  # the hot path
             if pair is not None:
                 return pair
         return self._as_struct_column().__arrow_c_device_array__(requested_schema, **kwargs)
 
     def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """One record batch on the CPU; several batches are concatenated (a copy)."""
+        """One record batch on the CPU (device data: a host copy first). A table of several
+        batches has no such attribute (only the streams)."""
         return self._as_struct_column().__arrow_c_array__(requested_schema, **kwargs)
 
     def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
@@ -307,6 +420,14 @@ class ArrowTable:
     def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
         """The record batches as a device stream, zero-copy."""
         return self._as_struct_column().__arrow_c_device_stream__(requested_schema, **kwargs)
+
+
+class _ChunkedTable(ArrowTable):
+    """An ArrowTable of several record batches: only the stream protocols (see :class:`arrowdev._to_arrow.StreamOnly`)."""
+
+    __slots__ = ()
+    __arrow_c_array__ = StreamOnly()
+    __arrow_c_device_array__ = StreamOnly()
 
 
 def table(obj: Any, schema: Any = None) -> ArrowTable:

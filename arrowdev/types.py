@@ -6,8 +6,8 @@ strings; arrowdev does not re-implement that). A :class:`Device` names where buf
 >>> import pyarrow as pa
 >>> import arrowdev as ad
 >>> t = ad.DataType.from_arrow(pa.list_(pa.string()))
->>> t
-DataType(list<item: string>)
+>>> t  # printed as PyArrow prints types
+list<item: string>
 >>> t.format, t.id
 ('+l', 'list')
 >>> ad.Device.cpu()
@@ -81,18 +81,19 @@ class DataType:
 
     @classmethod
     def from_arrow(cls, obj: Any) -> DataType:
-        """A DataType from anything with ``__arrow_c_schema__`` or an ``arrow_schema`` capsule."""
+        """A DataType from anything with ``__arrow_c_schema__`` or an ``arrow_schema`` capsule.
+
+        The producer's schema tree is checked in C before anything reads it, then copied, and the
+        copy is parsed at every node (see :func:`type_of_schema`); a malformed one raises
+        :class:`~arrowdev.InvalidArrowError` naming the node."""
         if isinstance(obj, DataType):
             return obj
-        try:
-            c_schema = na.c_schema(obj)
-        except (TypeError, ValueError, RuntimeError) as e:
-            if hasattr(obj, "__arrow_c_schema__") or type(obj).__name__ == "PyCapsule":
-                raise InvalidArrowError(f"malformed Arrow schema: {e}") from e
-            raise TypeError(f"expected an Arrow schema (__arrow_c_schema__), got {type(obj).__name__}") from e
-        dtype = cls(c_schema)
-        dtype._view  # nanoarrow parses the format string now, so a malformed one fails here
-        return dtype
+        if _capsules.capsule_name(obj) is not None:
+            return type_of_schema(obj)
+        method = getattr(obj, "__arrow_c_schema__", None)
+        if method is None:
+            raise TypeError(f"expected an Arrow schema (__arrow_c_schema__), got {type(obj).__name__}")
+        return type_of_schema(method())
 
     def __arrow_c_schema__(self) -> Any:
         return _capsules.export_schema(self._address)
@@ -184,11 +185,18 @@ class DataType:
     def __hash__(self) -> int:
         return hash(self.format)
 
+    @cached_property
+    def _text(self) -> str:
+        try:  # as PyArrow prints it, for the types PyArrow has
+            return str(self.to_pyarrow())
+        except (KeyError, NotImplementedError, ValueError, TypeError):  # interval[months], interval[day_time]
+            return repr(na.Schema(self._c.modify(name="", nullable=True))).removeprefix("<Schema> ")
+
     def __str__(self) -> str:
-        return repr(na.Schema(self._c.modify(name="", nullable=True))).removeprefix("<Schema> ")
+        return self._text
 
     def __repr__(self) -> str:
-        return f"DataType({self})"
+        return self._text
 
 
 # Parsed types by schema content (the native core's schema_key), so that importing the same type
@@ -198,24 +206,39 @@ _KNOWN_TYPES_MAX = 1024
 
 
 def type_of_schema(capsule: Any) -> DataType:
-    """The DataType of an ``arrow_schema`` capsule, parsed (and so validated, C9) by nanoarrow once
-    per distinct schema: capsules whose trees have the same content share one DataType, which
-    wraps arrowdev's own copy of the schema, so no producer's capsule is kept. Raises like
-    :meth:`DataType.from_arrow` for anything else."""
-    try:
-        key = _capsules.schema_key(capsule)
-    except (TypeError, ValueError):
-        key = None  # not an arrow_schema capsule: from_arrow says what it is
-    known = KNOWN_TYPES.get(key) if key is not None else None
+    """The DataType of an ``arrow_schema`` capsule, parsed once per distinct schema: capsules whose
+    trees have the same content share one DataType, which wraps arrowdev's own copy of the schema,
+    so no producer's capsule is kept.
+
+    The producer's tree is checked in C first (capsules/check.c: NULL and released nodes, shared
+    nodes, depth, formats, metadata lengths), then copied without the flags that mean nothing for
+    a node's type, and the copy is parsed by nanoarrow at every node, so a malformed tree raises
+    :class:`~arrowdev.InvalidArrowError` here, and not when a later call reaches the bad node.
+    A capsule of another name raises ``ValueError``; another object ``TypeError``."""
+    key = _capsules.schema_key(capsule)  # checks the tree first: InvalidArrowError
+    known = KNOWN_TYPES.get(key)
     if known is not None:
         return known
-    dtype = DataType.from_arrow(capsule)  # parses the format: a malformed one raises here
-    if key is not None:
-        dtype = DataType.from_arrow(_capsules.copy_schema(capsule))
-        if len(KNOWN_TYPES) >= _KNOWN_TYPES_MAX:
-            KNOWN_TYPES.clear()
-        KNOWN_TYPES[key] = dtype
+    try:
+        dtype = DataType(na.c_schema(_capsules.copy_schema(capsule)))
+    except (TypeError, ValueError, RuntimeError) as e:  # nanoarrow's errors, if its rules are stricter
+        raise InvalidArrowError(f"malformed Arrow schema: {e}") from e
+    _parse_every_node(dtype)
+    if len(KNOWN_TYPES) >= _KNOWN_TYPES_MAX:
+        KNOWN_TYPES.clear()
+    KNOWN_TYPES[key] = dtype
     return dtype
+
+
+def _parse_every_node(dtype: DataType) -> None:
+    """Has nanoarrow parse every node's format now (it parses lazily otherwise)."""
+    pending = [dtype]
+    while pending:
+        node = pending.pop()
+        node._view
+        pending.extend(node._children)
+        if node.value_type is not None:
+            pending.append(node.value_type)
 
 
 def _same_type(a: Any, b: Any) -> bool:

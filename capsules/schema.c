@@ -10,6 +10,9 @@
  *    equal keys exactly when they describe the same type, names, nullability and metadata. So a
  *    type parsed (and validated) for one key may stand for any tree with that key. schema_equal
  *    compares the same content in place, without making a key.
+ * S3 A copy keeps only the flags that mean something for each node's type (relevant_flags), so a
+ *    copy is what nanoarrow parses: a producer's tree goes through schema_check (check.c) first,
+ *    then is copied, and only the copy is parsed.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -17,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "container.h" /* g_stats, NodeBlock */
+#include "container.h"  /* g_stats, NodeBlock */
+#include "path_error.h" /* kMaxDepth */
+#include "released.h"
 #include "schema.h"
-
-static const int kMaxDepth = 256; /* as for arrays (container.c): deeper trees are refused */
 
 /* A copy takes one allocation, a NodeBlock (container.h): its header, then per node a SchemaNode
  * followed by the node's child structs, dictionary struct, child pointers and strings. Whichever
@@ -36,11 +39,11 @@ typedef struct SchemaNode {
 static void release_schema_copy(struct ArrowSchema* schema) {
   SchemaNode* node = (SchemaNode*)schema->private_data;
   for (int64_t i = 0; i < node->n_children; i++) {
-    if (node->children[i]->release != NULL) node->children[i]->release(node->children[i]);
+    ArrowSchemaReleaseIfLive(node->children[i]);
   }
-  if (node->dictionary != NULL && node->dictionary->release != NULL) node->dictionary->release(node->dictionary);
+  if (node->dictionary != NULL) ArrowSchemaReleaseIfLive(node->dictionary);
   NodeBlock* block = node->block;
-  schema->release = NULL; /* before the block may go: schema itself may live in it */
+  ArrowSchemaMarkReleased(schema); /* before the block may go: schema itself may live in it */
   schema->private_data = NULL;
   node_block_release_node(block, &g_stats.schema_blocks);
 }
@@ -85,6 +88,16 @@ static char* put_bytes(char** cursor, const char* src, size_t n) {
   return out;
 }
 
+/* The flags of src that mean something for its type: the specification calls dictionary-ordered
+ * relevant to dictionaries only and keys-sorted to maps only, and nanoarrow refuses either flag
+ * elsewhere, though PyArrow accepts them (S3). */
+static int64_t relevant_flags(const struct ArrowSchema* src) {
+  int64_t flags = src->flags & ARROW_FLAG_NULLABLE;
+  if (src->dictionary != NULL) flags |= src->flags & ARROW_FLAG_DICTIONARY_ORDERED;
+  if (strcmp(src->format, "+m") == 0) flags |= src->flags & ARROW_FLAG_MAP_KEYS_SORTED;
+  return flags;
+}
+
 /* Copies node src (and its subtree) into dst, carving from the block at *cursor. */
 static void copy_node(const struct ArrowSchema* src, NodeBlock* block, char** cursor, struct ArrowSchema* dst) {
   int64_t n = src->n_children;
@@ -100,7 +113,7 @@ static void copy_node(const struct ArrowSchema* src, NodeBlock* block, char** cu
   dst->format = put_bytes(&strings, src->format, string_bytes(src->format));
   dst->name = put_bytes(&strings, src->name, string_bytes(src->name));
   dst->metadata = put_bytes(&strings, src->metadata, metadata_size(src->metadata));
-  dst->flags = src->flags;
+  dst->flags = relevant_flags(src);
   dst->n_children = n;
   dst->children = n > 0 ? node->children : NULL;
   dst->dictionary = node->dictionary;
@@ -147,7 +160,7 @@ static int metadata_equal(const char* a, const char* b) {
 }
 
 int schema_equal(const struct ArrowSchema* a, const struct ArrowSchema* b) {
-  if (b == NULL || b->release == NULL || b->format == NULL) return 0;
+  if (b == NULL || ArrowSchemaIsReleased(b) || b->format == NULL) return 0;
   if (strcmp(a->format, b->format) != 0 || !strings_equal(a->name, b->name) || a->flags != b->flags) return 0;
   if (a->n_children != b->n_children || (a->dictionary == NULL) != (b->dictionary == NULL)) return 0;
   if (!metadata_equal(a->metadata, b->metadata)) return 0;
@@ -184,7 +197,7 @@ static void key_bytes(SchemaKey* key, const char* bytes, size_t n) {
 }
 
 static int key_node(const struct ArrowSchema* s, int depth, SchemaKey* key) {
-  if (s == NULL || s->release == NULL || s->format == NULL || depth > kMaxDepth) return -1;
+  if (s == NULL || ArrowSchemaIsReleased(s) || s->format == NULL || depth > kMaxDepth) return -1;
   if (s->n_children < 0 || (s->n_children > 0 && s->children == NULL)) return -1;
   key_bytes(key, s->format, strlen(s->format));
   key_bytes(key, s->name, s->name != NULL ? strlen(s->name) : 0);

@@ -17,7 +17,8 @@ from typing import Any
 
 __all__ = [
     "ArrowArray", "ArrowArrayStream", "ArrowDeviceArray", "ArrowDeviceArrayStream", "ArrowSchema",
-    "RELEASE_ARRAY", "RELEASE_SCHEMA", "ArrayProducer", "capsule_pointer", "make_capsule",
+    "RELEASE_ARRAY", "RELEASE_SCHEMA", "ArrayProducer", "SchemaProducer", "capsule_pointer", "encode_metadata",
+    "make_capsule",
 ]
 
 
@@ -161,3 +162,58 @@ class ArrayProducer:
         device = ArrowDeviceArray(array=self.array, device_id=device_id, device_type=device_type)
         self.array.release = RELEASE_ARRAY()
         return make_capsule(device, "arrow_device_array")
+
+
+def encode_metadata(pairs: Any, lengths: Any = None) -> bytes:
+    """The C Data interface's metadata encoding of ``pairs`` ((key, value) bytes); ``lengths``
+    replaces the encoded lengths (key, value, key, ...) to make malformed metadata."""
+    import struct
+
+    out = [struct.pack("=i", len(pairs))]
+    parts = [part for pair in pairs for part in pair]
+    for i, part in enumerate(parts):
+        out.append(struct.pack("=i", len(part) if lengths is None else lengths[i]) + part)
+    return b"".join(out)
+
+
+class SchemaProducer:
+    """A hand-made ArrowSchema node whose release counts its calls, as :class:`ArrayProducer`.
+
+    ``children=None`` with ``n_children=k`` gives a NULL children pointer; a child given as None
+    is a NULL child pointer. Its release marks the node released, then releases the children and
+    dictionary it still owns (marking first keeps a cyclic tree from recursing forever).
+    """
+
+    _alive: set[SchemaProducer] = set()
+
+    def __init__(self, format: bytes | None, children: Any = (), *, name: bytes | None = b"", metadata: bytes | None = None,
+                 flags: int = 2, dictionary: SchemaProducer | None = None, n_children: int | None = None) -> None:
+        self.releases = 0
+        self._strings = [ctypes.create_string_buffer(b, len(b) + 1) if b is not None else None
+                         for b in (format, name, metadata)]
+        self.children = list(children or ())
+        self.dictionary = dictionary
+        self._children = (POINTER(ArrowSchema) * max(len(self.children), 1))(
+            *[ctypes.pointer(c.schema) if c is not None else None for c in self.children])
+        self._release = RELEASE_SCHEMA(self._on_release)
+        address = [ctypes.cast(b, c_char_p) if b is not None else None for b in self._strings]
+        self.schema = ArrowSchema(
+            format=address[0], name=address[1], metadata=address[2], flags=flags,
+            n_children=len(self.children) if n_children is None else n_children,
+            children=None if children is None else ctypes.cast(self._children, POINTER(POINTER(ArrowSchema))),
+            dictionary=None if dictionary is None else ctypes.pointer(dictionary.schema), release=self._release)
+        SchemaProducer._alive.add(self)
+
+    def _on_release(self, node: Any) -> None:
+        self.releases += 1
+        node.contents.release = RELEASE_SCHEMA()
+        if ctypes.addressof(node.contents) != ctypes.addressof(self.schema):
+            self.schema.release = RELEASE_SCHEMA()
+        for child in [*self.children, self.dictionary]:
+            if child is not None and child.schema.release:
+                child.schema.release(ctypes.pointer(child.schema))
+        SchemaProducer._alive.discard(self)
+
+    def capsule(self) -> Any:
+        """An ``arrow_schema`` capsule over this node's struct (released when collected unconsumed)."""
+        return make_capsule(self.schema, "arrow_schema")

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrayProducer, ArrowArray, ArrowArrayStream, ArrowSchema,
+from cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrayProducer, ArrowArray, ArrowArrayStream, ArrowSchema, SchemaProducer,
                   capsule_pointer, make_capsule)
 
 I32 = pa.int32()
@@ -322,3 +322,353 @@ def test_stream_with_malformed_schema():
     gc.collect()
     assert stream.releases == 1 and stream.arrays == []
     assert stream.schema_releases == ["released"]
+
+
+# ---- issue 12: the crash classes, each from its minimal reproducer, in a child process ----------
+# A crash kills the child, not pytest: the test then fails with the child's exit status. Each
+# script prints "refused: <message>" for the InvalidArrowError it expects.
+
+_CHILD_PRELUDE = """
+import ctypes, gc, sys
+import pyarrow as pa
+import arrowdev as ad
+from cabi import ArrayProducer, SchemaProducer, capsule_pointer, encode_metadata, ArrowSchema, ArrowArray
+get = ctypes.pythonapi.PyCapsule_GetPointer
+get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+
+def attempt(make):
+    try:
+        make()
+    except ad.InvalidArrowError as e:
+        print("refused:", e)
+    else:
+        print("accepted")
+"""
+
+
+def run_in_child(script: str, timeout: float = 60) -> str:
+    """Runs ``script`` (after _CHILD_PRELUDE) in a fresh interpreter; its stdout, or a failed
+    test naming the signal when it crashed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _CHILD_PRELUDE + script], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    assert done.returncode == 0, f"the child died ({done.returncode}): {done.stderr[-2000:]}"
+    return done.stdout
+
+
+def test_cause_a_null_children_pointer_never_reaches_nanoarrow():
+    out = run_in_child("""
+schema, array = pa.array([{"x": 1}, {"x": 2}]).__arrow_c_array__()
+field = get(schema, b"arrow_schema") + 40
+saved = ctypes.c_void_p.from_address(field).value
+ctypes.c_void_p.from_address(field).value = None   # children := NULL, n_children 1
+attempt(lambda: ad.column((schema, array)))
+ctypes.c_void_p.from_address(field).value = saved   # so PyArrow's own release works
+child = ArrowSchema.from_address(ctypes.c_void_p.from_address(saved).value)
+saved_format, child.format = child.format, None     # a NULL format in a child
+attempt(lambda: ad.column((schema, array)))
+child.format = saved_format
+""")
+    assert out.splitlines() == ["refused: malformed Arrow schema: schema: n_children is 1 but children is NULL",
+                                "refused: malformed Arrow schema: schema.children[0]: format is NULL"]
+
+
+def test_cause_b_nested_broken_or_released_schema_nodes_are_refused():
+    out = run_in_child("""
+inner = SchemaProducer(b"+s", None, n_children=1)                       # children NULL, below the top
+top = SchemaProducer(b"+l", [inner])
+array = ArrayProducer(1, [0, (ctypes.c_int32 * 2)(0, 1)], [ArrayProducer(1, [0], [ArrayProducer(1, [0, b"1234"])])])
+attempt(lambda: ad.column((top.capsule(), array.capsule())))
+released = SchemaProducer(b"i")
+released.schema.release = type(released.schema.release)()                # released below the top
+top2 = SchemaProducer(b"+s", [released])
+array2 = ArrayProducer(1, [0], [ArrayProducer(1, [0, b"1234"])])
+attempt(lambda: ad.column((top2.capsule(), array2.capsule())))
+gc.collect()
+print(inner.releases, top.releases, released.releases, top2.releases, array.releases, array2.releases)
+""")
+    lines = out.splitlines()
+    assert lines[0] == "refused: malformed Arrow schema: schema.children[0]: n_children is 1 but children is NULL"
+    assert lines[1] == "refused: malformed Arrow schema: schema.children[0]: the schema is released (release is NULL)"
+    assert lines[2] == "1 1 0 1 1 1"  # every live node released once, the released one never
+
+
+def test_cause_c_given_schema_with_a_cycle_is_refused():
+    out = run_in_child("""
+def cyclic():
+    node = SchemaProducer(b"+l", [None])
+    node._children[0] = ctypes.pointer(node.schema)                      # its child is itself
+    return node
+values = ArrayProducer(1, [0, (ctypes.c_int32 * 2)(0, 1)], [ArrayProducer(1, [0, b"1234"])])
+attempt(lambda: ad.column(values.capsule(), schema=cyclic().capsule()))
+attempt(lambda: ad.DataType.from_arrow(cyclic().capsule()))
+print(values.releases)
+""")
+    assert out.splitlines() == [
+        "refused: malformed Arrow schema: schema.children[0]: this ArrowSchema struct appears twice in the tree "
+        "(shared children or a cycle)"] * 2 + ["1"]  # the array was released (its capsule is gone)
+
+
+def test_cause_d_null_required_buffers_are_refused():
+    out = run_in_child("""
+data = pa.array(["a" * 20, "b"], pa.string_view())
+schema, array = data.__arrow_c_array__()
+struct = ArrowArray.from_address(get(array, b"arrow_array"))
+last = struct.n_buffers - 1
+saved, struct.buffers[last] = struct.buffers[last], None               # variadic sizes := NULL
+attempt(lambda: ad.column((schema, array)))
+struct.buffers[last] = saved
+print(ad.column((schema, array)).to_pyarrow().equals(pa.chunked_array([data])))  # not lost
+ints = ArrayProducer(10**6, [0, 0])                                      # NULL data, length 10**6
+attempt(lambda: ad.column((pa.int32().__arrow_c_schema__(), ints.capsule())))
+offsets = ArrayProducer(2, [0, 0, b"ab"])                                # NULL offsets
+attempt(lambda: ad.column((pa.string().__arrow_c_schema__(), offsets.capsule())))
+nulls = ArrayProducer(2, [0, b"12345678"], null_count=1)                  # nulls, no validity
+attempt(lambda: ad.column((pa.int32().__arrow_c_schema__(), nulls.capsule())))
+gc.collect()
+print(ints.releases, offsets.releases, nulls.releases)
+""")
+    lines = out.splitlines()
+    assert lines[0] == ("refused: array does not fit its schema: array: buffer 3 (variadic buffer sizes) is NULL, "
+                        "but a 'vu' array with offset 0 and length 2 needs it")
+    assert lines[1] == "True"
+    assert "array: buffer 1 (data) is NULL, but a 'i' array with offset 0 and length 1000000 needs it" in lines[2]
+    assert "buffer 1 (offsets) is NULL" in lines[3]
+    assert "null_count is 1 but the validity buffer is NULL" in lines[4]
+    assert lines[5] == "1 1 1"
+
+
+@pytest.mark.parametrize("lengths", [[-2**31, 1], [-3, 1], [1, -1]], ids=["INT32_MIN", "small negative", "value"])
+def test_cause_g_negative_metadata_lengths_are_refused(lengths):
+    out = run_in_child(f"""
+schema = lambda: SchemaProducer(b"i", metadata=encode_metadata([(b"k", b"v")], lengths={lengths!r}))
+attempt(lambda: ad.column((schema().capsule(), ArrayProducer(1, [0, b"1234"]).capsule())))
+attempt(lambda: ad.DataType.from_arrow(schema().capsule()))
+""")
+    which = "key" if lengths[0] < 0 else "value"
+    bad = lengths[0] if lengths[0] < 0 else lengths[1]
+    assert out.splitlines() == [f"refused: malformed Arrow schema: schema: Invalid encoded metadata string: the {which} "
+                                f"of pair 0 has negative length {bad}"] * 2
+
+
+# ---- issue 12: lenient before, refused now; valid schemas PyArrow accepts, accepted ------------
+
+def _one_int32() -> ArrayProducer:
+    return ArrayProducer(1, [0, _int32s([7])])
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: SchemaProducer(b"+s", [SchemaProducer(b"+q", name=b"a")]), r"schema.children\[0\]: unknown format string '\+q'"),
+    (lambda: SchemaProducer(b"+s", [SchemaProducer(b"i", name=b"a")], flags=2, n_children=1), None),
+    (lambda: SchemaProducer(b"\xff\xfe"), "the format string is not valid UTF-8"),
+    (lambda: SchemaProducer(b"i", name=b"caf\xe9"), "the name is not valid UTF-8"),
+    (lambda: SchemaProducer(b"+l", [SchemaProducer(b"i"), SchemaProducer(b"i")]), "'\\+l' schema has 1 children, got 2"),
+    (lambda: SchemaProducer(b"u", dictionary=SchemaProducer(b"u")), "needs an integer index format, got 'u'"),
+    (lambda: SchemaProducer(b"+m", [SchemaProducer(b"i")]), "a map's child must be a struct of two"),
+    (lambda: SchemaProducer(b"+us:0,1", [SchemaProducer(b"i")]), "'\\+us:0,1' schema has 2 children, got 1"),
+    (lambda: SchemaProducer(b"d:0,2"), "unknown format string 'd:0,2'"),
+    (lambda: SchemaProducer(b"tsu"), "unknown format string 'tsu'"),
+], ids=["nested format", "valid struct", "non-UTF-8 format", "non-UTF-8 name", "list of two", "string index",
+        "map child", "union ids", "decimal precision", "timestamp without colon"])
+def test_schema_trees_are_checked_at_every_node(make, message):
+    schema = make()
+    if message is None:  # the control: the same tree, well formed, is taken
+        assert ad.DataType.from_arrow(schema.capsule()) == ad.DataType.from_arrow(pa.struct([("a", I32)]))
+        return
+    with pytest.raises(ad.InvalidArrowError, match=message):
+        ad.DataType.from_arrow(schema.capsule())
+    gc.collect()
+    assert schema.releases == 1
+
+
+def test_released_top_schema_is_an_invalid_arrow_error():
+    schema = SchemaProducer(b"i")
+    schema.schema.release = RELEASE_SCHEMA()
+    for attempt in (lambda: ad.DataType.from_arrow(schema.capsule()),
+                    lambda: ad.column((schema.capsule(), _one_int32().capsule()))):
+        with pytest.raises(ad.InvalidArrowError, match="released|consumed"):
+            attempt()
+
+
+@pytest.mark.parametrize("flags", [1, 4, 5, 7], ids=["dictionary-ordered", "map-keys-sorted", "both", "all"])
+@pytest.mark.parametrize("pa_type", [pa.int32(), pa.string(), pa.list_(pa.int64()), pa.struct([("a", I32)])], ids=str)
+def test_flags_pyarrow_accepts_on_other_types_are_accepted(flags, pa_type):
+    data = pa.array([None, *pa.array([{"a": 1}] if pa.types.is_struct(pa_type) else [[1]] if pa.types.is_list(pa_type)
+                                     else ["x"] if pa_type == pa.string() else [1], pa_type).to_pylist()], pa_type)
+    schema, array = data.__arrow_c_array__()
+    ArrowSchema.from_address(capsule_pointer(schema, "arrow_schema")).flags = flags
+    pa_imported = pa.Array._import_from_c_capsule(*data.__arrow_c_array__())  # PyArrow's view of the same
+    col = ad.column((schema, array))
+    assert col.to_pyarrow().equals(pa.chunked_array([pa_imported]))
+    assert col.type == ad.DataType.from_arrow(pa_type)
+
+
+def test_shared_children_are_refused_in_linear_time():
+    import time
+
+    leaf = SchemaProducer(b"i", name=b"x")
+    node = leaf
+    for _ in range(24):  # 2^24 paths through 25 structs
+        node = SchemaProducer(b"+s", [node, node])
+    start = time.perf_counter()
+    with pytest.raises(ad.InvalidArrowError, match=r"children\[1\]: this ArrowSchema struct appears twice"):
+        ad.DataType.from_arrow(node.capsule())
+    assert time.perf_counter() - start < 1.0
+
+
+def test_shared_array_children_are_refused():
+    child = _one_int32()
+    top = ArrayProducer(1, [0], [child, child])
+    with pytest.raises(ad.InvalidArrowError, match=r"array.children\[1\]: this ArrowArray struct appears twice"):
+        ad.column((pa.struct([("a", I32), ("b", I32)]).__arrow_c_schema__(), top.capsule()))
+
+
+@pytest.mark.parametrize("device_type, device_id, message", [
+    (99, -1, "unknown ArrowDeviceType 99"), (0, -1, "unknown ArrowDeviceType 0"),
+    (2, -1, "device_id -1 does not name a device of type 2"), (1, -7, "device_id -7")])
+def test_device_fields_are_checked_at_import(device_type, device_id, message):
+    producer = _one_int32()
+    capsule = producer.device_capsule(device_type=device_type, device_id=device_id)
+    with pytest.raises(ad.InvalidArrowError, match=message):
+        ad.column((I32.__arrow_c_schema__(), capsule))
+    del capsule
+    gc.collect()
+    assert producer.releases == 1
+
+
+def test_stream_without_callbacks_is_refused_and_released():
+    out = run_in_child("""
+from cabi import ArrowArrayStream, RELEASE_STREAM, make_capsule
+calls = []
+@RELEASE_STREAM
+def release(address):
+    calls.append(address)
+    ArrowArrayStream.from_address(address).release = None
+stream = ArrowArrayStream(None, None, None, ctypes.cast(release, ctypes.c_void_p).value, None)  # no callbacks
+capsule = make_capsule(stream, "arrow_array_stream")
+attempt(lambda: ad.column(capsule))
+del capsule
+gc.collect()
+print("releases", len(calls))
+""")
+    assert out.splitlines() == ["refused: malformed stream: get_schema, get_next or get_last_error is NULL",
+                                "releases 1"]
+
+
+class MalformedArrayStream(FailingStream):
+    """A stream of int32 whose second array has a NULL data buffer."""
+
+    def _get_next(self, _, out):
+        if len(self.arrays) == 2:
+            return 0  # end: out stays released
+        producer = _ints() if not self.arrays else ArrayProducer(3, [0, 0])
+        self.arrays.append(producer)
+        ctypes.memmove(out, ctypes.addressof(producer.array), ctypes.sizeof(ArrowArray))
+        producer.array.release = RELEASE_ARRAY()
+        return 0
+
+
+def test_stream_yielding_a_malformed_array_is_refused_and_everything_released():
+    stream = MalformedArrayStream()
+    with pytest.raises(ad.InvalidArrowError, match="buffer 1 \\(data\\) is NULL"):
+        ad.column(stream.capsule())
+    gc.collect()
+    assert stream.releases == 1 and [a.releases for a in stream.arrays] == [1, 1]
+
+
+# ---- GPU: out of device memory, and a producer's bogus sync event (run by the lead on a GPU) ----
+# Each runs inside ad.debug.leak_check() (conftest.py): an error must leave nothing allocated.
+
+@pytest.fixture
+def small_pool():
+    """arrowdev's device pool limited to 1 MiB for the test, then unlimited again."""
+    from arrowdev.cuda import memory
+
+    pool = memory.pool()
+    pool.free_all_blocks()
+    pool.set_limit(size=1 << 20)
+    yield pool
+    pool.set_limit(size=0)  # CuPy: 0 is no limit
+    pool.free_all_blocks()
+
+
+@pytest.mark.gpu
+def test_to_device_out_of_memory_is_a_memory_error_and_loses_nothing(small_pool):
+    data = pa.array(np.arange(1 << 20, dtype=np.int64))  # 8 MiB
+    col = ad.column(data)
+    with pytest.raises(MemoryError, match="(?i)out of memory"):
+        col.to_device()
+    assert col.to_pyarrow().equals(pa.chunked_array([data]))  # the source is untouched
+    small_pool.set_limit(size=0)
+    assert col.to_device().to_host().to_pyarrow().equals(pa.chunked_array([data]))  # and works once memory is there
+
+
+@pytest.mark.gpu
+def test_udf_output_out_of_memory_is_a_memory_error_and_loses_nothing(small_pool):
+    small_pool.set_limit(size=0)
+    data = np.arange(1 << 18, dtype=np.float64)  # 2 MiB in, 2 MiB out
+    gcol = ad.column(pa.array(data)).to_device()
+    small_pool.free_all_blocks()  # no cached block may serve the output
+    small_pool.set_limit(size=small_pool.total_bytes() + (1 << 16))
+    with pytest.raises(MemoryError):
+        gcol.apply(lambda x: x * 2 + 1)
+    small_pool.set_limit(size=0)
+    assert gcol.to_pylist() == data.tolist()
+    assert gcol.apply(lambda x: x * 2 + 1).to_pylist() == (data * 2 + 1).tolist()
+
+
+@pytest.mark.gpu
+def test_string_arena_out_of_memory_is_a_memory_error_and_loses_nothing(small_pool):
+    small_pool.set_limit(size=0)
+    words = ["arrow", None, "développeur", "x" * 40] * 20000
+    gcol = ad.column(pa.array(words)).to_device()
+    small_pool.free_all_blocks()  # no cached block may serve the output
+    small_pool.set_limit(size=small_pool.total_bytes() + (1 << 16))
+    with pytest.raises(MemoryError):
+        gcol.apply(lambda s: s.upper() + "!")
+    small_pool.set_limit(size=0)
+    assert gcol.to_pylist() == words
+    assert gcol.apply(lambda s: s.upper() + "!").to_pylist() == [None if w is None else w.upper() + "!" for w in words]
+
+
+@pytest.mark.gpu
+# A made-up handle (a value CUDA never handed out) is not tested: on the H100 machine the driver's
+# cudaStreamWaitEvent crashed on it, and no consumer can tell it from a real event (docs/validation.md).
+@pytest.mark.parametrize("event", ["null handle", "destroyed event"])
+def test_a_producers_bogus_sync_event_gives_a_clear_error(event):
+    # in a child process: a CUDA driver that crashes on a bad handle fails this test, not the run
+    out = run_in_child(f"""
+import cupy as cp
+from cabi import ArrowDeviceArray, RELEASE_ARRAY, make_capsule
+values = cp.arange(4, dtype=cp.int32)
+producer = ArrayProducer(4, [0, values.data.ptr])
+kind = {event!r}
+if kind == "destroyed event":
+    e = cp.cuda.Event()
+    e.record()
+    handle = ctypes.c_void_p(e.ptr)
+    del e
+    gc.collect()
+else:
+    handle = ctypes.c_void_p(0 if kind == "null handle" else 0x7A11BEEF)
+device = ArrowDeviceArray(array=producer.array, device_id=0, device_type=2, sync_event=ctypes.addressof(handle))
+producer.array.release = RELEASE_ARRAY()
+col = ad.column((pa.int32().__arrow_c_schema__(), make_capsule(device, "arrow_device_array")))
+attempt(lambda: print(col.to_pylist()))
+del col
+gc.collect()
+print("releases", producer.releases)
+""")
+    lines = out.splitlines()
+    refused = lines[0].startswith("refused: the producer's sync_event holds")
+    if event == "null handle":  # a NULL cudaEvent_t: nothing to wait for
+        assert lines[:2] == ["[0, 1, 2, 3]", "accepted"]
+    else:  # CUDA may refuse the stale handle, or still find it fired
+        assert refused or lines[:2] == ["[0, 1, 2, 3]", "accepted"], out
+    assert lines[-1] == "releases 1"

@@ -178,16 +178,31 @@ def test_unknown_keywords_raise_and_none_keywords_are_accepted(protocol):
     assert ad.column(out).to_pylist() == INTS.to_pylist()
 
 
-def test_single_array_export_of_three_chunks_concatenates():
+def test_combine_chunks_is_the_one_copy_into_a_single_array():
     chunked = pa.chunked_array([INTS.slice(0, 4), INTS.slice(4, 5), INTS.slice(9)])
     col = ad.column(chunked)
     assert col.num_chunks == 3
-    got = pa.Array._import_from_c_capsule(*col.__arrow_c_array__())
+    got = pa.Array._import_from_c_capsule(*col.combine_chunks().__arrow_c_array__())
     assert got.equals(chunked.combine_chunks())
     across = col[2:11]  # spans all three chunks
     assert across.num_chunks == 3
-    assert pa.Array._import_from_c_capsule(*across.__arrow_c_array__()).equals(chunked.combine_chunks()[2:11])
-    assert ad.column(across.__arrow_c_device_array__()).to_pylist() == chunked.combine_chunks()[2:11].to_pylist()
+    one = across.combine_chunks()
+    assert one.num_chunks == 1 and one.combine_chunks() is one
+    assert pa.Array._import_from_c_capsule(*one.__arrow_c_array__()).equals(chunked.combine_chunks()[2:11])
+    assert ad.column(one.__arrow_c_device_array__()).to_pylist() == chunked.combine_chunks()[2:11].to_pylist()
+
+
+@pytest.mark.parametrize("protocol", ["__arrow_c_array__", "__arrow_c_device_array__"])
+def test_several_chunks_offer_only_the_streams(protocol):
+    """As PyArrow's ChunkedArray: consumers that check the array protocols first take the stream."""
+    col = ad.column(pa.chunked_array([INTS.slice(0, 4), INTS.slice(4)]))
+    assert not hasattr(col, protocol)
+    assert hasattr(col, "__arrow_c_stream__") and hasattr(col, "__arrow_c_device_stream__")
+    with pytest.raises(AttributeError, match="combine_chunks"):
+        getattr(col, protocol)
+    assert isinstance(col, ad.ArrowColumn)
+    for fewer in (col.chunks[0], col[:3], col[5:5], col.combine_chunks(), ad.ArrowColumn(col.type, [])):
+        assert fewer.num_chunks <= 1 and hasattr(fewer, protocol)
 
 
 def test_streams_keep_the_chunks_zero_copy():
@@ -205,8 +220,9 @@ _GET_NEXT_DEVICE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTE
 
 def _exported_null_counts(col: ad.ArrowColumn) -> dict[str, list[int]]:
     """The null_count field of every array each protocol exports, read from the raw structs."""
-    _, array = col.__arrow_c_array__()
-    _, device = col.__arrow_c_device_array__()
+    one = col.combine_chunks()  # several chunks offer only the streams
+    _, array = one.__arrow_c_array__()
+    _, device = one.__arrow_c_device_array__()
     out = {"array": [ArrowArray.from_address(capsule_pointer(array, "arrow_array")).null_count],
            "device": [ArrowDeviceArray.from_address(capsule_pointer(device, "arrow_device_array")).array.null_count]}
     for key, name, struct, get_next, item in [
@@ -414,7 +430,7 @@ def test_repr_shows_type_length_device_and_first_values():
 def test_repr_of_a_type_pyarrow_cannot_wrap_still_works():
     # PyArrow has no Python class for month_interval arrays; repr must not fail because of it.
     text = repr(ad.column(na.c_array([1, None, 3], na.interval_months())))
-    assert "interval_months" in text and "length=3" in text
+    assert "month_interval" in text and "length=3" in text and "[1, None, 3]" in text
 
 
 def test_conversions_and_equality():
@@ -493,7 +509,7 @@ def test_requested_schema_equal_to_native_is_zero_copy():
     assert _addresses(got) == _addresses(source)
 
 
-# ---- ArrowColumn's native base (capsules/column.c) -----------------------------------------------
+# ---- ArrowColumn's native base (capsules/py_column.c) -----------------------------------------------
 
 
 def test_the_native_import_makes_a_column_that_behaves_as_any(balanced):
@@ -515,8 +531,9 @@ def test_native_exports_fall_back_to_python_for_requests_and_several_chunks(bala
     got = pa.array(col, type=pa.large_string())  # a requested schema: the Python path casts
     assert got.type == pa.large_string() and got.to_pylist() == ["a", None, "bc"]
     two = ad.column(pa.chunked_array([["a"], [None, "bc"]]))
-    assert pa.Array._import_from_c_capsule(*two.__arrow_c_array__()).to_pylist() == ["a", None, "bc"]
-    assert pa.Array._import_from_c_device_capsule(*two.__arrow_c_device_array__(None)).to_pylist() == ["a", None, "bc"]
+    assert two._arrow_c_array()[1] is not None and two._arrow_c_device_array(None)[1] is not None
+    assert pa.Array._import_from_c_capsule(*two._arrow_c_array()).to_pylist() == ["a", None, "bc"]
+    assert pa.Array._import_from_c_device_capsule(*two._arrow_c_device_array(None)).to_pylist() == ["a", None, "bc"]
     with pytest.raises(TypeError):
         col.__arrow_c_device_array__(None, None)  # too many arguments: Python's own error
 

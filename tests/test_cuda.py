@@ -238,14 +238,17 @@ def test_cai_stream_is_waited_on(cupy):
     assert ad.column(OnSlowStream()).to_pylist()[0] == 1000
 
 
-def test_cuda_host_data_is_held_with_its_type():
+def test_cuda_host_data_is_exported_as_cpu_memory():
+    """Pinned host memory is CPU memory: exported as ARROW_DEVICE_CPU (PyPI PyArrow refuses 3)."""
     from cabi import ArrowDeviceArray, capsule_pointer
 
     host = ad.column(pa.array([1, 2, 3])).to_device().to_host()
+    assert host.device.type == "cuda_host"
     _, capsule = host.__arrow_c_device_array__()
-    assert ArrowDeviceArray.from_address(capsule_pointer(capsule, "arrow_device_array")).device_type == 3
+    exported = ArrowDeviceArray.from_address(capsule_pointer(capsule, "arrow_device_array"))
+    assert (exported.device_type, exported.device_id, exported.sync_event) == (1, -1, None)
     again = ad.column(host.__arrow_c_device_array__())
-    assert again.device.type == "cuda_host" and again.to_pylist() == [1, 2, 3]
+    assert again.device.type == "cpu" and again.to_pylist() == [1, 2, 3]
     assert again.to_device().to_pylist() == [1, 2, 3]
 
 

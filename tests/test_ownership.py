@@ -248,9 +248,10 @@ def test_interpreter_exit_with_live_exports_does_not_crash():
         from arrowdev import _capsules
 
         col = ad.column(pa.chunked_array([["a", "b"], ["c"]]))
-        keep = [col.__arrow_c_device_array__(), col.__arrow_c_stream__(), pa.array(col), col[1:]]
+        one = col.combine_chunks()  # several chunks offer only the streams
+        keep = [one.__arrow_c_device_array__(), col.__arrow_c_stream__(), pa.array(col), col[1:]]
         kept_alive = _capsules.build(0, 0, 0, [0], [], keepalive=[object()])  # a Python keep-alive
-        exports = [col.__arrow_c_device_array__() for _ in range(1000)]
+        exports = [one.__arrow_c_device_array__() for _ in range(1000)]
 
         def drop_slowly():
             while exports:

@@ -218,8 +218,10 @@ def test_single_record_batch_export():
     assert batch.equals(one.to_batches()[0])
     for i in range(one.num_columns):  # a single batch goes out as it came in
         assert _addresses(batch.column(i)) == _addresses(one.column(i))
-    several = pa.record_batch(ad.table(SOURCE))  # several batches are concatenated
-    assert several.equals(SOURCE.combine_chunks().to_batches()[0].replace_schema_metadata(METADATA))
+    several = ad.table(SOURCE)  # several batches: only the streams (as pyarrow.Table); one copy on request
+    assert not hasattr(several, "__arrow_c_array__") and not hasattr(several, "__arrow_c_device_array__")
+    combined = pa.record_batch(several.combine_chunks())
+    assert combined.equals(SOURCE.combine_chunks().to_batches()[0].replace_schema_metadata(METADATA))
 
 
 def test_stream_export_yields_the_batches_zero_copy():

@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..types import Device
-from .memory import memory_stats
+from .memory import memory_stats, set_limit, use_rmm
 from .runtime import device_count, is_available
 
 if TYPE_CHECKING:
     from ..column import ArrowColumn
 
-__all__ = ["copy_columns", "device_count", "is_available", "memory_stats", "use_for_cupy", "use_for_numba"]
+__all__ = ["copy_columns", "device_count", "is_available", "memory_stats", "set_limit", "use_for_cupy",
+           "use_for_numba", "use_rmm"]
 
 
 def use_for_numba() -> None:

@@ -6,7 +6,8 @@ allocation, and per node of every chunk its length, null count, offset and, per 
 into that allocation). Buffers are usually sub-allocations of a pool block: the handle is for the block
 (found with ``cuMemGetAddressRange``) and the offset locates the buffer in it, as NBEP 7 describes.
 
-``ad.import_ipc(data)`` in another process on the same node maps each allocation once
+``ad.import_ipc(data)`` in another process on the same node finds the GPU by its UUID (processes may
+number GPUs differently: dask-cuda gives each worker its own ``CUDA_VISIBLE_DEVICES``), maps each allocation once
 (``cudaIpcOpenMemHandle``) and builds the same column or table over the mapped memory, zero-copy; it
 speaks every protocol like any other arrowdev object, and its release closes the mappings
 (``cudaIpcCloseMemHandle``) when the last array using them goes.
@@ -19,6 +20,7 @@ ready (its sync events), so the importer can read at once.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -32,9 +34,16 @@ from . import runtime
 _MAGIC = b"ARROWDEV-CUDA-IPC-1\n"
 
 
+@functools.lru_cache(maxsize=None)
 def _device_uuid(device_id: int) -> str:
     props = runtime.cupy().cuda.runtime.getDeviceProperties(device_id)
     return bytes(props["uuid"]).hex()
+
+
+def _device_with_uuid(uuid: str) -> int | None:
+    """This process's index of the GPU with ``uuid``: indices differ between processes that see
+    different GPUs (dask-cuda gives each worker its own ``CUDA_VISIBLE_DEVICES``), UUIDs do not."""
+    return next((i for i in range(runtime.device_count()) if _device_uuid(i) == uuid), None)
 
 
 def _allocation_base(address: int) -> int:
@@ -127,9 +136,10 @@ def import_ipc(data: bytes) -> Any:
     if header["host"] != socket.gethostname():
         raise InvalidArrowError(f"the IPC handle comes from another node ({header['host']!r}); this is "
                                 f"{socket.gethostname()!r}: CUDA IPC works between processes of one node")
-    device_id = header["device"]
-    if device_id >= runtime.device_count() or _device_uuid(device_id) != header["device_uuid"]:
-        raise InvalidArrowError("the IPC handle's GPU is not visible here under the same index")
+    device_id = _device_with_uuid(header["device_uuid"])
+    if device_id is None:
+        raise InvalidArrowError(f"the IPC handle's GPU (UUID {header['device_uuid']}) is not visible in this "
+                                f"process (see CUDA_VISIBLE_DEVICES)")
     field = pa.ipc.read_schema(pa.py_buffer(data[start + size:])).field(0)
     dtype = DataType.from_arrow(field)
     mappings = [_Mapping(bytes.fromhex(h), device_id) for h in header["handles"]]

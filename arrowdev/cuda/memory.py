@@ -16,22 +16,88 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..errors import DeviceUnavailableError
 from . import runtime
 
-_lock = threading.Lock()
-_pool: Any = None
+# Re-entrant: a buffer's __del__ takes it, and the garbage collector may run that __del__ in a thread
+# that already holds it (any allocation inside a locked block can start a collection).
+_lock = threading.RLock()
+_pool: Any = None  # a cupy.cuda.MemoryPool, or an RmmPool after use_rmm()
+_limit: int | None = None  # bytes of arrowdev buffers allowed alive at once (set_limit)
 _stats = {"bytes_in_use": 0, "peak_bytes": 0, "allocations": 0, "frees": 0, "pinned_bytes_in_use": 0}
 _watch: list[tuple[Any, tuple]] = []  # (event, objects kept alive until it fires)
 
 
 def pool() -> Any:
-    """arrowdev's device memory pool (a ``cupy.cuda.MemoryPool``), made on first use."""
+    """arrowdev's device memory pool (a ``cupy.cuda.MemoryPool``, made on first use, or the
+    :class:`RmmPool` after :func:`use_rmm`)."""
     global _pool
     cp = runtime.cupy()
     with _lock:
         if _pool is None:
             _pool = cp.cuda.MemoryPool()
         return _pool
+
+
+class RmmPool:
+    """Device memory from RMM's current resource of each device (what dask-cuda's ``rmm_pool_size`` sets
+    up, shared with cuDF and UCX), handed out as CuPy memory pointers like ``cupy.cuda.MemoryPool``'s.
+    Each block is RMM's ``DeviceBuffer``, allocated and freed in stream order on the stream current when
+    it was made."""
+
+    def malloc(self, nbytes: int) -> Any:
+        cp = runtime.cupy()
+        buffer = _rmm().DeviceBuffer(size=nbytes, stream=_rmm_stream(cp.cuda.get_current_stream()))
+        return cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(buffer.ptr, nbytes, buffer), 0)
+
+    def total_bytes(self) -> int:
+        return _stats["bytes_in_use"]  # RMM's resource is shared: only arrowdev's own part is known here
+
+    def free_all_blocks(self) -> None:
+        """Nothing is cached here (RMM's pool caches, for everyone)."""
+
+
+def _rmm() -> Any:
+    try:
+        import rmm
+    except ImportError as e:
+        raise DeviceUnavailableError(f"this needs RMM: install rmm-cu13 (or arrowdev[dask-cuda13]) ({e})") from None
+    return rmm
+
+
+def _rmm_stream(stream: Any) -> Any:
+    try:
+        from rmm.pylibrmm.stream import Stream
+    except ImportError:  # RMM before 24.12
+        from rmm._cuda.stream import Stream
+    return Stream(stream)
+
+
+def use_rmm(limit_bytes: int | None = None) -> None:
+    """Makes arrowdev draw its device memory from RMM (one resource per GPU, shared with cuDF, UCX and
+    dask-cuda) instead of its own CuPy pool, with at most ``limit_bytes`` of arrowdev buffers alive at
+    once (None: no limit). Buffers made before keep their memory. In a Dask cluster run it on every
+    worker: ``client.run(ad.cuda.use_rmm, limit_bytes)``."""
+    global _pool
+    _rmm()
+    with _lock:
+        _pool = RmmPool()
+    set_limit(limit_bytes)
+
+
+def set_limit(limit_bytes: int | None) -> None:
+    """At most ``limit_bytes`` of arrowdev device buffers alive at once (None: no limit); past it an
+    allocation raises ``MemoryError`` naming the limit."""
+    global _limit
+    if limit_bytes is not None and (not isinstance(limit_bytes, int) or limit_bytes < 0):
+        raise ValueError(f"expected a byte count >= 0 or None, got {limit_bytes!r}")
+    _limit = limit_bytes
+
+
+def _check_limit(nbytes: int) -> None:
+    if _limit is not None and _stats["bytes_in_use"] + nbytes > _limit:
+        raise MemoryError(f"arrowdev's device memory limit of {_limit} bytes would be exceeded: "
+                          f"{_stats['bytes_in_use']} in use, {nbytes} asked for (ad.cuda.set_limit)")
 
 
 def _account(nbytes: int, key: str = "bytes_in_use") -> None:
@@ -52,6 +118,7 @@ class DeviceBuffer:
     def __init__(self, nbytes: int, device_id: int, stream: Any) -> None:
         cp = runtime.cupy()
         self.size = 0  # nothing to give back if the allocation fails
+        _check_limit(nbytes)
         with cp.cuda.Device(device_id), stream:
             self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
         self.ptr, self.size, self.device_id = self._mem.ptr, nbytes, device_id

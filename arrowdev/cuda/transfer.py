@@ -57,39 +57,18 @@ class _Node:
     keep: list[Any] = field(default_factory=list)
 
 
-class Transfer:
-    """One batch of tree copies from ``source`` to ``target``, on one stream, one event."""
+class Planner:
+    """Walks Arrow trees and hands each buffer range that the rows in range use to
+    :meth:`_copy_range`. :class:`Transfer` copies those ranges; arrowdev._serialize sends them as
+    they are (zero-copy frames)."""
 
-    def __init__(self, source: Device, target: Device, stream: Any = None) -> None:
-        self.source, self.target = source, target
+    def __init__(self) -> None:
         self.read: Callable[[int, int], bytes] = layout.read_cpu  # the source reader of the tree being planned
-        self.on_host = source.is_cpu_readable and target.is_cpu_readable
-        self.gpu = target.id if target.type == "cuda" else source.id
-        self.stream = None if self.on_host else runtime.stream_for(self.gpu, stream)
-        self.copies: list[_Copy] = []
-
-    # ---- planning ------------------------------------------------------------------------------
-
-    def _alloc(self, nbytes: int) -> tuple[int, Any]:
-        if self.on_host:
-            buf = np.empty(max(nbytes, 1), dtype=np.uint8)
-            return buf.ctypes.data, buf
-        if self.target.type == "cuda":
-            buf = memory.DeviceBuffer(nbytes, self.target.id, self.stream)
-        else:
-            buf = memory.PinnedBuffer(nbytes)
-        return buf.ptr, buf
 
     def _copy_range(self, node: _Node, src: int, first: int, end: int, rebase: tuple[int, int] | None = None) -> None:
-        """Adds a buffer holding source bytes [first, end) of the buffer at ``src`` to ``node``."""
-        if not src:
-            node.buffers.append(0)
-            return
-        ptr, buf = self._alloc(end - first)
-        node.buffers.append(ptr)
-        node.keep.append(buf)
-        if end > first:
-            self.copies.append(_Copy(ptr, src + first, end - first, rebase))
+        """Adds to ``node`` what stands for source bytes [first, end) of the buffer at ``src``
+        (``rebase``: the offsets in them are to be lowered by ``value``, their width given)."""
+        raise NotImplementedError
 
     def plan(self, dtype: DataType, tree: tuple, lo: int, hi: int, null_count: int) -> _Node:
         """The copy of rows [lo, hi) of one node and what it points at."""
@@ -143,6 +122,41 @@ class Transfer:
 
     def _offset(self, src: int, index: int, width: int) -> int:
         return int.from_bytes(self.read(src + index * width, width), "little", signed=True) if src else 0
+
+
+class Transfer(Planner):
+    """One batch of tree copies from ``source`` to ``target``, on one stream, one event."""
+
+    def __init__(self, source: Device, target: Device, stream: Any = None) -> None:
+        super().__init__()
+        self.source, self.target = source, target
+        self.on_host = source.is_cpu_readable and target.is_cpu_readable
+        self.gpu = target.id if target.type == "cuda" else source.id
+        self.stream = None if self.on_host else runtime.stream_for(self.gpu, stream)
+        self.copies: list[_Copy] = []
+
+    # ---- planning ------------------------------------------------------------------------------
+
+    def _alloc(self, nbytes: int) -> tuple[int, Any]:
+        if self.on_host:
+            buf = np.empty(max(nbytes, 1), dtype=np.uint8)
+            return buf.ctypes.data, buf
+        if self.target.type == "cuda":
+            buf = memory.DeviceBuffer(nbytes, self.target.id, self.stream)
+        else:
+            buf = memory.PinnedBuffer(nbytes)
+        return buf.ptr, buf
+
+    def _copy_range(self, node: _Node, src: int, first: int, end: int, rebase: tuple[int, int] | None = None) -> None:
+        """Adds a buffer holding source bytes [first, end) of the buffer at ``src`` to ``node``."""
+        if not src:
+            node.buffers.append(0)
+            return
+        ptr, buf = self._alloc(end - first)
+        node.buffers.append(ptr)
+        node.keep.append(buf)
+        if end > first:
+            self.copies.append(_Copy(ptr, src + first, end - first, rebase))
 
     # ---- execution -----------------------------------------------------------------------------
 

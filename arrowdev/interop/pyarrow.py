@@ -2,22 +2,82 @@
 
 Adapters translate; they own nothing. Everything here goes through the PyCapsule protocols, so
 the PyArrow objects share arrowdev's buffers and keep its containers alive.
+
+PyArrow has no type for two Arrow formats, ``tiM`` (interval[months]) and ``tiD``
+(interval[day_time]). Their layouts are those of ``int32`` and ``fixed_size_binary(8)``, so PyArrow
+handles such data under a *stand-in* type with the same buffers (concatenation, empty arrays,
+values), and arrowdev puts the real type back.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
     from ..column import ArrowColumn
     from ..types import DataType
 
+_STAND_INS = {"tiM": "i", "tiD": "w:8"}  # same buffers, a format PyArrow knows
+
+
+def needs_stand_in(dtype: DataType) -> bool:
+    """True when ``dtype`` holds a type PyArrow cannot import (anywhere in its tree)."""
+    c = dtype._c
+    return _needs(c)
+
+
+def _needs(c: Any) -> bool:
+    return (c.format in _STAND_INS or any(_needs(child) for child in c.children)
+            or (c.dictionary is not None and _needs(c.dictionary)))
+
+
+def stand_in(dtype: DataType) -> DataType:
+    """``dtype`` with every type PyArrow cannot import replaced by one of the same layout."""
+    from ..types import DataType
+
+    return DataType(_stand_in(dtype._c)) if needs_stand_in(dtype) else dtype
+
+
+def _stand_in(c: Any) -> Any:
+    dictionary = None if c.dictionary is None else _stand_in(c.dictionary)
+    return c.modify(format=_STAND_INS.get(c.format, c.format), children=[_stand_in(x) for x in c.children],
+                    dictionary=dictionary)
+
 
 def to_chunked_array(col: ArrowColumn) -> pa.ChunkedArray:
     """The column as a ``pyarrow.ChunkedArray`` (zero-copy for CPU data)."""
+    if needs_stand_in(col.type):  # PyArrow would raise a bare KeyError
+        raise NotImplementedError(f"PyArrow has no arrays of {col.type} (it knows the type, not its arrays): "
+                                  "to_pylist(), col[i], ==, combine_chunks() and the protocols work")
     return pa.chunked_array(col)
+
+
+def to_storage_chunked_array(col: ArrowColumn) -> pa.ChunkedArray:
+    """The column as a ``pyarrow.ChunkedArray`` of its stand-in type (zero-copy for CPU data):
+    the column's own type where PyArrow knows it."""
+    from .._to_arrow import stream_capsule
+
+    dtype = stand_in(col.type)
+    if dtype is col.type:
+        return to_chunked_array(col)
+    host = col._on_cpu()
+    return pa.ChunkedArray._import_from_c_capsule(stream_capsule(dtype, host._exportable_chunks(), device=False))
+
+
+def _relabelled(dtype: DataType, arr: pa.Array) -> ArrowColumn:
+    """A column of type ``dtype`` over the buffers of ``arr`` (of ``dtype``'s stand-in type)."""
+    from ..column import ArrowColumn
+
+    return ArrowColumn(dtype, ArrowColumn.from_arrow(arr)._chunks)
+
+
+def empty(dtype: DataType) -> ArrowColumn:
+    """A column of one empty chunk of ``dtype`` (``pa.nulls(0)`` builds one for every type)."""
+    return _relabelled(dtype, pa.nulls(0, stand_in(dtype).to_pyarrow()))
 
 
 def cast(col: ArrowColumn, target: DataType) -> ArrowColumn:
@@ -34,10 +94,128 @@ def cast(col: ArrowColumn, target: DataType) -> ArrowColumn:
 
 def concatenate(col: ArrowColumn) -> ArrowColumn:
     """The column as one chunk: PyArrow concatenates the chunks (a copy)."""
-    from ..column import ArrowColumn
-
     # Empty chunks are left out: PyArrow loses the buffers of an empty chunk with an offset after
     # its own C import, and they add nothing.
-    chunks = [c for c in to_chunked_array(col).chunks if len(c)]
-    merged = pa.concat_arrays(chunks) if chunks else pa.array([], type=col.type.to_pyarrow())
-    return ArrowColumn(col.type, ArrowColumn.from_arrow(merged)._chunks)
+    chunks = [c for c in to_storage_chunked_array(col).chunks if len(c)]
+    if not chunks:
+        return empty(col.type)
+    return _relabelled(col.type, pa.concat_arrays(chunks))
+
+
+# ---- values --------------------------------------------------------------------------------------
+
+
+def to_pylist(col: ArrowColumn) -> list[Any]:
+    """The values as Python objects, PyArrow's conversion; interval[months] values are ints and
+    interval[day_time] values ``(days, milliseconds)`` tuples (as nanoarrow gives them)."""
+    chunked = to_storage_chunked_array(col)
+    if not needs_stand_in(col.type):
+        return chunked.to_pylist()
+    return [_value(col.type, scalar) for chunk in chunked.chunks for scalar in chunk]
+
+
+def _value(dtype: DataType, scalar: pa.Scalar) -> Any:
+    """The Python value of a stand-in scalar of ``dtype``."""
+    if not scalar.is_valid:
+        return None
+    if not needs_stand_in(dtype):
+        return scalar.as_py()
+    fmt, storage = dtype.format, dtype.storage_id
+    if fmt == "tiM":
+        return scalar.as_py()
+    if fmt == "tiD":
+        raw = scalar.as_py()
+        return int.from_bytes(raw[:4], "little", signed=True), int.from_bytes(raw[4:], "little", signed=True)
+    if storage == "struct":
+        return {child.name: _value(child, scalar[i]) for i, child in enumerate(dtype.children)}
+    if storage == "map":
+        key_type, item_type = dtype.children[0].children
+        return [(_value(key_type, e["key"]), _value(item_type, e["value"])) for e in scalar.values]
+    if dtype.value_type is not None:  # a dictionary
+        return _value(dtype.value_type, scalar.value)
+    if storage == "run_end_encoded":
+        return _value(dtype.children[1], scalar.value)
+    if storage in ("sparse_union", "dense_union"):
+        codes = scalar.type.type_codes
+        return _value(dtype.children[codes.index(scalar.type_code)], scalar.value)
+    return [_value(dtype.children[0], item) for item in scalar.values]  # the list types
+
+
+# ---- pyarrow.array(col) and NumPy ----------------------------------------------------------------
+
+
+@cache
+def pyarrow_has_cuda() -> bool:
+    """True for a PyArrow built with CUDA (conda's pyarrow-cuda), which imports CUDA arrays."""
+    try:
+        import pyarrow.cuda  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def to_array(col: ArrowColumn, type: Any = None) -> pa.Array | pa.ChunkedArray:
+    """What ``pyarrow.array(col)`` returns (the ``__arrow_array__`` protocol): an Array for a
+    column of at most one chunk, a ChunkedArray (zero-copy) for several. CPU data: zero-copy;
+    device data: a host copy, unless this PyArrow can import the device (CUDA builds)."""
+    if col.num_chunks > 1:
+        return pa.chunked_array(col)
+    device = col.device
+    if col.num_chunks == 0:
+        out = pa.nulls(0, col.type.to_pyarrow())
+    elif device.is_cpu_readable or (device.type == "cuda" and pyarrow_has_cuda()):
+        out = pa.Array._import_from_c_device_capsule(*col.__arrow_c_device_array__())
+    else:
+        out = pa.Array._import_from_c_capsule(*col.__arrow_c_array__())
+    return out if type is None or out.type == type else out.cast(type)
+
+
+def _view(col: ArrowColumn) -> np.ndarray | None:
+    """A NumPy view of the column's one CPU chunk, where PyArrow's ``to_numpy(zero_copy_only=True)``
+    makes one (fixed-width data without nulls), else None."""
+    if col.num_chunks != 1 or not col.device.is_cpu_readable:
+        return None
+    try:
+        return to_array(col).to_numpy(zero_copy_only=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, KeyError):
+        return None
+
+
+def _why_copy(col: ArrowColumn) -> str:
+    if col.num_chunks != 1:
+        return f"{col.num_chunks} chunks"
+    if not col.device.is_cpu_readable:
+        return f"data on {col.device.type}"
+    if col.null_count:
+        return f"{col.null_count} nulls"
+    return f"type {col.type}"
+
+
+def to_numpy(col: ArrowColumn, zero_copy_only: bool = True, writable: bool = False) -> np.ndarray:
+    """PyArrow's ``Array.to_numpy`` rules on the whole column (see ArrowColumn.to_numpy)."""
+    view = _view(col)
+    if view is not None and not writable:
+        return view
+    if zero_copy_only:
+        why = "writable=True" if view is not None else _why_copy(col)
+        raise ValueError(f"expected data NumPy can view without a copy, got {why}; "
+                         "pass zero_copy_only=False for a copy")
+    out = to_chunked_array(col).to_numpy()
+    return out.copy() if writable and not out.flags.writeable else out
+
+
+def array_protocol(col: ArrowColumn, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    """``numpy.asarray(col)`` under NumPy 2's ``copy=`` rules: a view where one is possible
+    (``copy=True`` copies it), else a copy (``copy=False`` raises ValueError)."""
+    view = _view(col)
+    if view is None:
+        if copy is False:
+            raise ValueError(f"expected data NumPy can view without a copy (copy=False), got {_why_copy(col)}")
+        out = to_chunked_array(col).to_numpy()
+    else:
+        out = view
+    if dtype is not None and np.dtype(dtype) != out.dtype:
+        if copy is False:
+            raise ValueError(f"expected no copy (copy=False), but {out.dtype} -> {np.dtype(dtype)} is a copy")
+        return out.astype(dtype)
+    return out.copy() if copy and view is not None else out

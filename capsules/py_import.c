@@ -8,26 +8,41 @@
 #include <string.h>
 
 #include "check.h"
-#include "module.h"
+#include "released.h"
+#include "py_module.h"
 #include "schema.h"
 
-/* 0 when *src may be held: not released, a well-formed tree and, when schema is given, a tree
- * that fits it; else -1 with InvalidArrowError naming the problem (C9). */
+/* 1 when the CPU may read the array's buffers now: CPU memory with no event to wait for. */
+static int host_readable(const struct ArrowDeviceArray* a) {
+  return a->device_type == ARROW_DEVICE_CPU && a->sync_event == NULL;
+}
+
+/* 0 when *src may be held: not released, a well-formed tree with sane device fields and, when
+ * schema is given (already through schema_check), a tree that fits it; else -1 with
+ * InvalidArrowError naming the problem (C9). */
 static int check_holdable(const struct ArrowDeviceArray* src, const struct ArrowSchema* schema) {
   char err[1200];
-  if (src->array.release == NULL) {
+  if (ArrowArrayIsReleased(&src->array)) {
     PyErr_SetString(InvalidArrowError, "the array was already consumed or released (release is NULL)");
     return -1;
   }
-  if (arrow_array_check(&src->array, err, sizeof err) != 0) {
+  if (arrow_array_check(&src->array, err, sizeof err) != 0 || device_fields_check(src, err, sizeof err) != 0) {
     PyErr_Format(InvalidArrowError, "malformed ArrowArray: %s", err);
     return -1;
   }
-  if (schema != NULL && check_against_schema(&src->array, schema, err, sizeof err) != 0) {
+  if (schema != NULL && check_against_schema(&src->array, schema, host_readable(src), err, sizeof err) != 0) {
     PyErr_Format(InvalidArrowError, "array does not fit its schema: %s", err);
     return -1;
   }
   return 0;
+}
+
+/* 0 when a producer's schema tree is well formed (check.c), else -1 with InvalidArrowError. */
+int check_schema_tree(const struct ArrowSchema* schema) {
+  char err[1200];
+  if (schema_check(schema, err, sizeof err) == 0) return 0;
+  PyErr_Format(InvalidArrowError, "malformed Arrow schema: %s", err);
+  return -1;
 }
 
 static PyObject* move_in(struct ArrowDeviceArray* src, PyObject* keepalive) {
@@ -62,7 +77,7 @@ static PyObject* import_capsule(PyObject* capsule, int device, const struct Arro
   wrapped.device_id = -1;
   if (check_holdable(&wrapped, schema)) return NULL;
   PyObject* out = move_in(&wrapped, NULL);
-  if (out != NULL) src->release = NULL; /* moved */
+  if (out != NULL) ArrowArrayMarkReleased(src); /* moved */
   return out;
 }
 
@@ -76,7 +91,7 @@ PyObject* import_array(PyObject* module, PyObject* capsule) { return import_caps
 static const struct ArrowSchema* schema_in(PyObject* capsule) {
   if (!PyCapsule_IsValid(capsule, "arrow_schema")) return NULL;
   const struct ArrowSchema* schema = PyCapsule_GetPointer(capsule, "arrow_schema");
-  return schema != NULL && schema->release != NULL ? schema : NULL;
+  return schema != NULL && !ArrowSchemaIsReleased(schema) ? schema : NULL;
 }
 
 /* The types of the last few schemas looked up, each with the address of its own schema (valid
@@ -140,6 +155,7 @@ static int import_typed(PyObject* schema_capsule, PyObject* array_capsule, PyObj
                         PyObject** dtype, PyObject** held, const struct ArrowSchema** own) {
   const struct ArrowSchema* schema = schema_in(schema_capsule);
   *own = NULL;
+  if (schema != NULL && check_schema_tree(schema)) return -1; /* before anything walks it */
   *dtype = given != Py_None ? given : known_type(schema, known_types, own);
   if (*dtype == NULL) return 0;
   if (schema == NULL) {
@@ -174,17 +190,31 @@ PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
 }
 
 /* schema_key(capsule): bytes equal for two schema capsules exactly when their trees describe the
- * same type, names, nullability and metadata (schema.c S2); None for a tree too broken to walk. */
+ * same type, names, nullability and metadata (schema.c S2); InvalidArrowError for a malformed tree. */
 PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
   const struct ArrowSchema* schema = capsule_struct(capsule, "arrow_schema");
-  if (schema == NULL) return NULL;
+  if (schema == NULL || check_schema_tree(schema)) return NULL;
   SchemaKey key;
   PyObject* out;
-  if (schema_key(schema, &key) != 0) out = Py_NewRef(Py_None);
+  if (schema_key(schema, &key) != 0) out = PyErr_Format(InvalidArrowError, "malformed Arrow schema");
   else if (key.failed) out = PyErr_NoMemory();
   else out = PyBytes_FromStringAndSize(key.data, (Py_ssize_t)key.len);
   schema_key_free(&key);
   return out;
+}
+
+/* Drops a reference with a pending exception set aside: the last reference to a producer's
+ * capsule runs its destructor, which may be Python code (a ctypes producer) that must not run
+ * with an exception set. */
+static void decref_keeping_error(PyObject* obj) {
+  if (!PyErr_Occurred()) {
+    Py_DECREF(obj);
+    return;
+  }
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  Py_DECREF(obj);
+  PyErr_Restore(type, value, traceback);
 }
 
 /* import_from(obj, known_types, column_type=None): read_arrow's fast path (arrowdev/_from_arrow.py),
@@ -192,7 +222,7 @@ PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
  * protocol in arrowdev's order is __arrow_c_device_array__, as PyArrow arrays and record batches
  * are. Calls it with no arguments, then imports the pair as import_pair does: when known_types
  * knows the schema, (dtype, [held]), or with column_type (ColumnCore or a subclass: ArrowColumn)
- * a new column of that type over the one chunk (column.c, no Python runs); else (None, what the
+ * a new column of that type over the one chunk (py_column.c, no Python runs); else (None, what the
  * method returned) for the caller to go on with. None when obj is not such an object: nothing
  * was called. */
 PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
@@ -248,6 +278,6 @@ PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
       PyTuple_SET_ITEM(out, 1, chunks);
     }
   }
-  Py_DECREF(exported);
+  decref_keeping_error(exported);
   return out;
 }

@@ -7,7 +7,7 @@
  * column is Python.
  *
  * What is native is the hot path of the exchange (benchmarks/bench_exchange.py), nothing more:
- * - column_from (import_module.c) makes a column of one chunk straight from an import, without
+ * - column_from (py_import.c) makes a column of one chunk straight from an import, without
  *   running Python.
  * - __arrow_c_device_array__ / __arrow_c_array__ with no requested schema and no keyword argument,
  *   for a column of one chunk whose exports already carry computed null counts (C6) and, for the
@@ -15,10 +15,13 @@
  *   the same export_pair_of that CDeviceArray.export_pair runs. Everything else (requested
  *   schemas, keyword arguments, null counts to compute, several chunks, host copies) goes to the
  *   Python methods _arrow_c_device_array / _arrow_c_array, unchanged.
+ * - Pinned host memory (CUDA_HOST, ROCM_HOST) is CPU memory: its device exports go to Python too,
+ *   which waits on the sync event and labels them ARROW_DEVICE_CPU, since CPU-only consumers
+ *   (PyArrow's wheels) refuse the host labels.
  */
 #include <stddef.h>
 
-#include "module.h"
+#include "py_module.h"
 #include "schema.h"
 
 #include <structmember.h>
@@ -97,6 +100,11 @@ static CDeviceArrayObject* only_chunk(ColumnObject* self) {
   return Py_IS_TYPE(chunk, &CDeviceArrayType) ? (CDeviceArrayObject*)chunk : NULL;
 }
 
+/* Memory the CPU reads in place under a label other than CPU: exported as CPU by Python. */
+static int is_host_label(ArrowDeviceType device_type) {
+  return device_type == ARROW_DEVICE_CUDA_HOST || device_type == ARROW_DEVICE_ROCM_HOST;
+}
+
 /* The exports: the native path when it applies (see the top of this file), else the Python method
  * `fallback` with the same arguments. */
 static PyObject* export_or_fallback(ColumnObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
@@ -104,7 +112,9 @@ static PyObject* export_or_fallback(ColumnObject* self, PyObject* const* args, P
   if (kwnames == NULL && (nargs == 0 || (nargs == 1 && args[0] == Py_None)) && self->schema != NULL) {
     CDeviceArrayObject* chunk = only_chunk(self);
     const struct ArrowDeviceArray* a = chunk != NULL ? &chunk->container->array : NULL;
-    if (a != NULL && (device || (a->device_type == ARROW_DEVICE_CPU && a->sync_event == NULL))) {
+    int native = device ? !is_host_label(a != NULL ? a->device_type : ARROW_DEVICE_CPU)
+                        : a != NULL && a->device_type == ARROW_DEVICE_CPU && a->sync_event == NULL;
+    if (a != NULL && native) {
       PyObject* pair = export_pair_of(chunk, self->schema, device, -1);
       if (pair != Py_None) return pair; /* the pair, or NULL with an exception */
       Py_DECREF(pair); /* null counts to compute first: Python does that */
@@ -140,11 +150,10 @@ static PyMethodDef Column_methods[] = {
     {"__arrow_c_device_array__", (PyCFunction)(void (*)(void))Column_arrow_c_device_array,
      METH_FASTCALL | METH_KEYWORDS,
      "__arrow_c_device_array__(requested_schema=None, **kwargs): (schema, device array) capsules; "
-     "never copies unless the column has several chunks (then they are concatenated, on the CPU "
-     "only for now) or a cheap cast is requested"},
+     "never copies unless a cheap cast is requested; pinned host memory is exported as CPU memory"},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))Column_arrow_c_array, METH_FASTCALL | METH_KEYWORDS,
      "__arrow_c_array__(requested_schema=None, **kwargs): (schema, array) capsules; device data is "
-     "copied to host first (C8), several chunks are concatenated (the one copy of a CPU column)"},
+     "copied to host first (C8)"},
     {NULL}};
 
 PyTypeObject ColumnCoreType = {

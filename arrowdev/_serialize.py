@@ -1,0 +1,313 @@
+"""Columns and tables as a small header plus one frame per buffer, each frame holding only the bytes
+of the rows in range: the one planner behind pickling (protocol 5 with out-of-band buffers) and Dask's
+``dask`` and ``cuda`` serializer families (:mod:`arrowdev.dask`).
+
+The planner is the copy planner of :mod:`arrowdev.cuda.transfer` (layout.py's buffer rules): where a
+copy would copy bytes [first, end) of a buffer, the serializer sends exactly that range of the source
+memory as a frame, without copying it. So a 10-row slice of a large table sends about 10 rows:
+bitmaps start at the byte holding the first row (the node's offset keeps the bit position), fixed-width
+data at the first row, offsets buffers at the first row, variable-size data at the first value used.
+Offsets are sent as they are; the header says by how much the receiver lowers them (it copies that one
+buffer: the sender never touches the data, so serializing takes the same time at any size).
+
+The header is plain data (dicts, lists, ints, bytes: msgpack and pickle both carry it)::
+
+    {"kind": "table" | "column", "device": [ArrowDeviceType, id] of the source,
+     "schema": Arrow IPC schema bytes of one field (PyArrow writes and reads them),
+     "chunks": [node, ...], "frames": number of frames}
+    node   = [length, null_count, offset, [buffer, ...], [child node, ...], dictionary node or None]
+    buffer = None (a null pointer) | [frame] | [frame, offset width, value to subtract]
+
+Frames are ``memoryview`` objects over the source memory (CPU data; they keep the source alive), or
+:class:`DeviceFrame` objects exposing ``__cuda_array_interface__`` (device data, the ``cuda`` family).
+Received frames are used in place; a frame whose address is not 8-byte aligned (small frames that a
+transport packed together) is copied, since Arrow consumers expect aligned buffers.
+
+Device data through pickle or the ``dask`` family is copied to pinned host memory first (rows in range
+only) and rebuilt, on the receiving side, on the receiver's current GPU; a receiver without a GPU (or
+without CuPy) keeps it in CPU memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import _capsules
+from .cuda.transfer import Planner, _Node
+from .types import DataType, Device
+
+__all__ = ["DeviceFrame", "device_frames", "from_frames", "host_frames", "reduce", "unpickle"]
+
+_ALIGNMENT = 8
+_EMPTY = np.zeros(_ALIGNMENT, dtype=np.uint8)  # the address of an empty buffer (never null)
+_OFFSET_TYPES = {4: np.int32, 8: np.int64}
+
+
+class _SpanPlanner(Planner):
+    """The transfer planner, recording each buffer range as a frame instead of copying it. Equal
+    ranges (a dictionary shared by chunks, a column in two tables) become one frame."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spans: list[tuple[int, int]] = []
+        self._index: dict[tuple[int, int], int] = {}
+
+    def _copy_range(self, node: _Node, src: int, first: int, end: int, rebase: tuple[int, int] | None = None) -> None:
+        if not src:
+            node.buffers.append(None)
+            return
+        span = (src + first, end - first)
+        index = self._index.get(span)
+        if index is None:
+            index = self._index[span] = len(self.spans)
+            self.spans.append(span)
+        node.buffers.append([index, *rebase] if rebase else [index])
+
+
+def _encode(node: _Node) -> list:
+    dictionary = None if node.dictionary is None else _encode(node.dictionary)
+    return [node.length, node.null_count, node.offset, node.buffers, [_encode(c) for c in node.children], dictionary]
+
+
+def _kind_and_column(obj: Any) -> tuple[str, Any]:
+    """("table", its record batches as a struct column) or ("column", the column)."""
+    if hasattr(obj, "_as_struct_column"):
+        return "table", obj._as_struct_column()
+    return "column", obj
+
+
+def _plan(kind: str, col: Any, source: Device) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+    """The header and the (address, size) of each frame of a column whose data is ready to read."""
+    planner = _SpanPlanner()
+    planner.read = col._read
+    chunks = []
+    for held, nulls in zip(col._chunks, col._null_list()):
+        chunks.append(_encode(planner.plan(col.type, held.tree(), 0, held.length, -1 if nulls is None else nulls)))
+    header = {"kind": kind, "device": [source.code, source.id], "schema": _schema_bytes(col.type),
+              "chunks": chunks, "frames": len(planner.spans)}
+    return header, planner.spans
+
+
+def _schema_bytes(dtype: DataType) -> bytes:
+    import pyarrow as pa
+
+    return pa.schema([pa.field(dtype)]).serialize().to_pybytes()
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_type(data: bytes) -> DataType:
+    """The type written by :func:`_schema_bytes` (cached: a stream of partitions repeats one schema)."""
+    import pyarrow as pa
+
+    return DataType.from_arrow(pa.ipc.read_schema(pa.py_buffer(data)).field(0))
+
+
+# ---- sending ------------------------------------------------------------------------------------
+
+
+class _HostSpan:
+    """Host bytes as NumPy's array interface sees them, keeping their owner alive."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, address: int, nbytes: int, owner: Any) -> None:
+        self.__array_interface__ = {"data": (address, True), "shape": (nbytes,), "typestr": "|u1", "version": 3}
+        self.owner = owner
+
+
+def _host_frame(address: int, nbytes: int, owner: Any) -> memoryview:
+    """A read-only view of host memory that keeps ``owner`` alive (no copy)."""
+    if nbytes == 0:
+        return memoryview(b"")
+    return memoryview(np.asarray(_HostSpan(address, nbytes, owner)))
+
+
+class DeviceFrame:
+    """Device bytes [address, address + nbytes) as a one-dimensional uint8 CUDA array (CAI v3) that
+    keeps its owner alive: what UCX sends GPU to GPU."""
+
+    __slots__ = ("__cuda_array_interface__", "nbytes", "owner")
+
+    def __init__(self, address: int, nbytes: int, owner: Any) -> None:
+        self.__cuda_array_interface__ = {"data": (address, False), "shape": (nbytes,), "typestr": "|u1",
+                                         "version": 3, "strides": None, "stream": None}
+        self.nbytes, self.owner = nbytes, owner
+
+
+def _wait_for_producers(obj: Any, col: Any) -> None:
+    """Blocks until the work producing the data has finished: the sync events of the column, or of a
+    table's record batches and of its columns (a table's batches do not carry its columns' events)."""
+    col._wait_for_producers()
+    if col is not obj:
+        for column in obj.columns:
+            column._wait_for_producers()
+
+
+def host_frames(obj: Any) -> tuple[dict[str, Any], list[memoryview]]:
+    """(header, frames) of a column or table, the frames in host memory: views of CPU data (zero-copy),
+    or of a pinned host copy of the rows in range of device data."""
+    source = obj.device
+    if not source.is_cpu_readable:
+        obj = obj.to_host()  # one batch of copies, ordered after every producer's sync event
+    kind, col = _kind_and_column(obj)
+    _wait_for_producers(obj, col)
+    header, spans = _plan(kind, col, source)
+    return header, [_host_frame(address, nbytes, col) for address, nbytes in spans]
+
+
+def device_frames(obj: Any) -> tuple[dict[str, Any], list[Any]]:
+    """(header, frames) for the ``cuda`` family: frames over device memory are :class:`DeviceFrame`
+    objects, returned only once the data's producers have finished (its sync events: UCX orders its
+    sends after the default stream only); CPU data gives host frames as :func:`host_frames` does."""
+    source = obj.device
+    if source.is_cpu_readable:
+        return host_frames(obj)
+    kind, col = _kind_and_column(obj)
+    _wait_for_producers(obj, col)
+    header, spans = _plan(kind, col, source)
+    return header, [DeviceFrame(address, nbytes, col) for address, nbytes in spans]
+
+
+def reduce(obj: Any, protocol: int) -> tuple[Any, tuple]:
+    """``__reduce_ex__`` of columns and tables: frames out of band with protocol 5 (zero-copy when the
+    pickler takes a ``buffer_callback``), in band as bytes with older protocols."""
+    header, frames = host_frames(obj)
+    wrapped = [pickle.PickleBuffer(f) for f in frames] if protocol >= 5 else [bytes(f) for f in frames]
+    _register_with_distributed()
+    return unpickle, (type(obj), header, *wrapped)
+
+
+def _register_with_distributed() -> None:
+    """A process that imported arrowdev before distributed registers arrowdev's serializers the
+    first time it pickles an arrowdev object (that send went through pickle: also zero-copy)."""
+    if "distributed.protocol.serialize" in sys.modules and "arrowdev.dask._distributed" not in sys.modules:
+        from .dask import _distributed  # noqa: F401  (registers on import)
+
+
+# ---- receiving ----------------------------------------------------------------------------------
+
+
+def unpickle(cls: type, header: dict[str, Any], *frames: Any) -> Any:
+    return from_frames(cls, header, list(frames))
+
+
+def _frame_address(frame: Any, keep: list[Any]) -> tuple[int, int, bool]:
+    """(address, size, on a device) of a received frame, copied first when unaligned (host only)."""
+    cai = getattr(frame, "__cuda_array_interface__", None)
+    if cai is not None:
+        nbytes = int(np.prod(cai["shape"])) * np.dtype(cai["typestr"]).itemsize
+        keep.append(frame)
+        return cai["data"][0], nbytes, True
+    view = np.frombuffer(frame, dtype=np.uint8)
+    if view.size == 0:
+        return _EMPTY.ctypes.data, 0, False
+    address = view.ctypes.data
+    if address % _ALIGNMENT:
+        view = view.copy()
+        address = view.ctypes.data
+    keep.append(view)
+    return address, view.size, False
+
+
+class _Rebuilder:
+    """Builds held arrays from header nodes over received frames (host or device)."""
+
+    def __init__(self, frames: list[Any]) -> None:
+        self.frames = []  # (address, size, on a device, objects that keep the memory alive)
+        for frame in frames:
+            owners: list[Any] = []
+            self.frames.append((*_frame_address(frame, owners), owners))
+        self.on_device = any(f[2] for f in self.frames)
+        self.device = Device.cpu()
+        self.events: list[Any] = []  # rebases enqueued on arrowdev's stream for the device, in order
+        if self.on_device:
+            from .cuda import runtime
+
+            somewhere = next((f[0] for f in self.frames if f[2] and f[0]), 0)
+            if somewhere:
+                kind, device_id = runtime.pointer_device(somewhere)
+                self.device = Device(kind, device_id)
+            else:
+                self.device = Device("cuda", runtime.cupy().cuda.runtime.getDevice())
+            # an empty device frame may arrive as a null pointer: give it any address on the device
+            # (never read), since Arrow buffers other than validity are not null
+            self.frames = [(a or somewhere, n, d, o) if d else (a, n, d, o) for a, n, d, o in self.frames]
+
+    def buffer(self, entry: list | None, keep: list[Any]) -> int:
+        if entry is None:
+            return 0
+        address, nbytes, on_device, owners = self.frames[entry[0]]
+        if len(entry) == 1:
+            keep.extend(owners)
+            return address
+        width, value = entry[1], entry[2]
+        if on_device:  # the frame stays alive with the array: the rebase reads it asynchronously
+            rebased, event = _rebase_on_device(address, nbytes, width, value, self.device.id)
+            self.events.append(event)
+            keep.extend([rebased, *owners])
+            return rebased.ptr
+        rebased = np.frombuffer(_host_frame(address, nbytes, owners), dtype=_OFFSET_TYPES[width]) - value
+        keep.append(rebased)
+        return rebased.ctypes.data
+
+    def build(self, node: list, top: bool = False) -> Any:
+        """The held array of a node and its subtree; a top node carries the event of the device
+        rebases (all on one stream, so the last fires after every one)."""
+        length, null_count, offset, buffers, children, dictionary = node
+        keep: list[Any] = []
+        addresses = [self.buffer(entry, keep) for entry in buffers]
+        kids = [self.build(child) for child in children]
+        dictionary = None if dictionary is None else self.build(dictionary)
+        event = self.events[-1] if top and self.events else None
+        if event is not None:
+            keep.append(event)
+        return _capsules.build(length, null_count, offset, addresses, kids, dictionary,
+                               device_type=self.device.code, device_id=self.device.id, keepalive=keep,
+                               sync_event=None if event is None else event.address)
+
+
+def _rebase_on_device(address: int, nbytes: int, width: int, value: int, device_id: int) -> tuple[Any, Any]:
+    """A device copy of an offsets buffer lowered by ``value``, and the event that fires after it."""
+    from .cuda import memory, runtime
+
+    cp = runtime.cupy()
+    stream = runtime.stream_for(device_id)
+    out = memory.DeviceBuffer(nbytes, device_id, stream)
+    dtype = _OFFSET_TYPES[width]
+    with cp.cuda.Device(device_id), stream:
+        def view(ptr: int) -> Any:
+            mem = cp.cuda.UnownedMemory(ptr, nbytes, None, device_id)
+            return cp.ndarray(nbytes // width, dtype, cp.cuda.MemoryPointer(mem, 0))
+        cp.subtract(view(address), dtype(value), out=view(out.ptr))
+    return out, runtime.SyncEvent(stream, device_id)
+
+
+def from_frames(cls: type, header: dict[str, Any], frames: list[Any]) -> Any:
+    """The column or table (of class ``cls``) that :func:`host_frames` / :func:`device_frames` described,
+    over the received frames. Host frames of device data land on this process's current GPU when it
+    has one (else they stay in CPU memory)."""
+    from .errors import InvalidArrowError
+
+    if header.get("frames") != len(frames):
+        raise InvalidArrowError(f"expected {header.get('frames')} frames for this arrowdev header, got {len(frames)}")
+    dtype = _schema_type(bytes(header["schema"]))
+    rebuilder = _Rebuilder(frames)
+    chunks = [rebuilder.build(node, top=True) for node in header["chunks"]]
+    obj = cls._from_batches(dtype, chunks) if header["kind"] == "table" else cls(dtype, chunks)
+    source = Device.from_code(*header["device"])
+    if source.type in ("cuda", "cuda_managed") and not rebuilder.on_device:
+        return _to_current_gpu(obj)
+    return obj
+
+
+def _to_current_gpu(obj: Any) -> Any:
+    from .cuda import runtime
+
+    if not runtime.is_available():
+        return obj
+    return obj.to_device(runtime.cupy().cuda.runtime.getDevice())

@@ -1,0 +1,82 @@
+"""arrowdev's registrations with Dask and distributed, made when this module is imported.
+
+- distributed's ``dask`` family (TCP, spilling to host and disk): host frames of the rows in range
+  (device data is copied to pinned host memory; it lands on the receiving worker's GPU).
+- distributed's ``cuda`` family (UCX between GPUs): device frames with ``__cuda_array_interface__``,
+  returned only once the data's producers have finished; received frames are used in place.
+- ``dask.sizeof``: the bytes of the rows in range, so that workers account partitions right.
+- dask-cuda (when installed): ``is_device_object`` is true for tables and columns on a GPU, so dask-cuda
+  counts them as device memory and spills them (device -> host -> disk) past ``device_memory_limit``;
+  ``get_device_memory_objects`` finds them for its JIT-unspill mode.
+
+distributed has no entry point for serializers, so this module is imported (see docs/distributed.md):
+by ``import arrowdev.dask``; by ``import arrowdev`` in a process that has already imported distributed
+(a Dask worker unpickling its first task); and by the first pickling of an arrowdev object in a process
+that imported distributed after arrowdev (that first send goes through pickle protocol 5, also
+zero-copy). No ``dask.sizeof`` entry point: it would import arrowdev on every ``import dask``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dask.sizeof import sizeof
+
+from .. import _serialize
+from ..column import ArrowColumn
+from ..table import ArrowTable
+
+_DEVICE_TYPES = ("cuda", "cuda_managed")
+
+
+def nbytes(obj: ArrowColumn | ArrowTable) -> int:
+    """Bytes of the buffers of the rows in range, what a send carries (shared buffers counted once)."""
+    kind, col = _serialize._kind_and_column(obj)
+    _, spans = _serialize._plan(kind, col, col.device)
+    return sum(size for _, size in spans)
+
+
+def _sizeof(obj: ArrowColumn | ArrowTable) -> int:
+    return nbytes(obj) + 200  # plus the Python objects and the header
+
+
+def _on_device(obj: ArrowColumn | ArrowTable) -> bool:
+    return obj.device.type in _DEVICE_TYPES
+
+
+def _deserializer(cls: type) -> Any:
+    def deserialize(header: dict[str, Any], frames: list[Any]) -> Any:
+        return _serialize.from_frames(cls, header, frames)
+    return deserialize
+
+
+def register() -> None:
+    """Registers arrowdev's types with dask.sizeof, distributed (when installed) and dask-cuda (when
+    installed). Idempotent."""
+    for cls in (ArrowColumn, ArrowTable):
+        sizeof.register(cls)(_sizeof)
+    try:
+        from distributed.protocol.cuda import cuda_deserialize, cuda_serialize
+        from distributed.protocol.serialize import dask_deserialize, dask_serialize
+    except ImportError:
+        return
+    for cls in (ArrowColumn, ArrowTable):
+        dask_serialize.register(cls)(_serialize.host_frames)
+        dask_deserialize.register(cls)(_deserializer(cls))
+        cuda_serialize.register(cls)(_serialize.device_frames)
+        cuda_deserialize.register(cls)(_deserializer(cls))
+    _register_dask_cuda()
+
+
+def _register_dask_cuda() -> None:
+    try:
+        from dask_cuda.get_device_memory_objects import dispatch as device_memory_objects
+        from dask_cuda.is_device_object import is_device_object
+    except ImportError:
+        return
+    for cls in (ArrowColumn, ArrowTable):
+        is_device_object.register(cls)(_on_device)
+        device_memory_objects.register(cls)(lambda obj: [obj] if _on_device(obj) else [])
+
+
+register()

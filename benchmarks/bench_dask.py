@@ -1,0 +1,228 @@
+"""arrowdev on Dask: what serialization, moves between workers and UDF pipelines cost, as ratios.
+
+    python3 benchmarks/bench_dask.py [--gpu] [--rows N] [--repeats N]
+
+1. serialize + deserialize. Per table size: the ``dask`` family's serialize and deserialize alone
+   (zero-copy frames: the goal is < 1 ms at any size), and the round trip as a transport makes it
+   (serialize, one copy of every frame into a buffer of the transport's, deserialize over those) against
+   the raw copy of the same bytes into the same buffers (ratio = raw copy time / round trip time; goal
+   >= 0.9). Fastest of the repeats: a busy machine only slows copies down.
+2. A partition moved between two workers of one ``LocalCluster`` (TCP) against a NumPy array of the
+   same bytes over the same comm (a task on worker B that needs the data on worker A; ratio = NumPy
+   time / arrowdev time; goal >= 0.9). With ``--gpu``: partitions on the GPU against a CuPy array, two
+   dask-cuda workers on GPU 0.
+3. The UDF pipeline (append ``y = f(a, b)``) on a 1-worker cluster, the partition already on the
+   worker, against the same call in process (ratio = in-process time / cluster time; goal >= 0.9).
+
+Medians over repeats; the first call of each kind (UDF compilation, connections) is not timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+from distributed import Client, LocalCluster, wait
+from distributed.protocol import deserialize, serialize
+
+import arrowdev as ad
+import arrowdev.dask as add
+
+
+def _median_time(fn: Callable[[], Any], repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _best_time(fn: Callable[[], Any], repeats: int) -> float:
+    """The fastest of ``repeats`` calls: for the copies of part 1, which a busy machine only slows."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def make_table(rows: int, seed: int = 0) -> ad.ArrowTable:
+    rng = np.random.default_rng(seed)
+    return ad.table({"a": pa.array(rng.random(rows), mask=rng.random(rows) < 0.01),
+                     "b": pa.array(rng.random(rows)),
+                     "s": pa.array(np.char.add("k", (np.arange(rows) % 1000).astype(str)))})
+
+
+def udf(a, b):
+    return a * 2.0 + b if a > b else b - a
+
+
+def pipeline(t: ad.ArrowTable) -> ad.ArrowTable:
+    return t.append_column("y", t.apply(udf, columns=["a", "b"]))
+
+
+def bench_serialize(sizes: list[int], repeats: int) -> None:
+    print("1. serialize + deserialize (dask family, host frames)")
+    print(f"{'rows':>12} {'MB':>9} {'ser us':>9} {'deser us':>9} {'round trip ms':>14} {'raw copy ms':>12} {'ratio':>6}")
+    for rows in sizes:
+        tbl = make_table(rows)
+        header, frames = serialize(tbl, serializers=("dask",))
+        nbytes = sum(memoryview(f).nbytes for f in frames)
+        t_ser = _median_time(lambda: serialize(tbl, serializers=("dask",)), repeats)
+        t_de = _median_time(lambda: deserialize(header, frames), repeats)
+
+        # what a transport does with the frames: copy each into its own (here: preallocated) buffer
+        landing = [np.empty(memoryview(f).nbytes, np.uint8) for f in frames]
+
+        def copy_frames(fs: list[Any]) -> None:
+            for dst, f in zip(landing, fs):
+                np.copyto(dst, np.frombuffer(f, np.uint8))
+
+        def round_trip() -> Any:
+            h, fs = serialize(tbl, serializers=("dask",))
+            copy_frames(fs)
+            return deserialize(h, landing)
+
+        t_rt = _best_time(round_trip, 3 * repeats)
+        t_raw = _best_time(lambda: copy_frames(frames), 3 * repeats)
+        print(f"{rows:>12,} {nbytes / 1e6:>9.2f} {t_ser * 1e6:>9.1f} {t_de * 1e6:>9.1f} {t_rt * 1e3:>14.3f} "
+              f"{t_raw * 1e3:>12.3f} {t_raw / t_rt:>6.2f}")
+
+
+def _move_times(client: Client, makers: list[Callable[[], Any]], source: str, target: str,
+                repeats: int) -> list[tuple[float, float]]:
+    """Per maker, (median, fastest) time of a task on ``target`` that needs data scattered to ``source``
+    (fresh data each time; the makers take turns, so a busy machine slows them alike; the first round,
+    which opens the connection between the workers, is not counted)."""
+    times: list[list[float]] = [[] for _ in makers]
+    for i in range(repeats + 1):
+        for k, make in enumerate(makers):
+            [future] = client.scatter([make()], workers=[source], hash=False)
+            wait(future)
+            t0 = time.perf_counter()
+            client.submit(len, future, workers=[target], pure=False).result()
+            if i:
+                times[k].append(time.perf_counter() - t0)
+            del future
+    return [(statistics.median(t), min(t)) for t in times]
+
+
+def bench_move(rows: int, repeats: int, gpu: bool) -> None:
+    tbl = make_table(rows)
+    if gpu:
+        from dask_cuda import LocalCUDACluster
+
+        import cupy as cp
+
+        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES="0,0", n_workers=2, threads_per_worker=1,
+                                   dashboard_address=":0")
+        tbl = tbl.to_device()
+        nbytes = add.nbytes(tbl)
+        make_peer = lambda: cp.random.randint(0, 255, nbytes, dtype=cp.uint8)  # noqa: E731
+    else:
+        cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
+        nbytes = add.nbytes(tbl)
+        make_peer = lambda: np.random.default_rng().integers(0, 255, nbytes, dtype=np.uint8)  # noqa: E731
+    makers = [lambda: tbl.slice(0), make_peer]
+    if not gpu:  # distributed's own serializer of PyArrow tables (an IPC stream: one copy), for reference
+        makers.append(lambda: tbl.to_pyarrow())
+    with cluster, Client(cluster) as client:
+        a, b = sorted(client.scheduler_info()["workers"])
+        measured = _move_times(client, makers, a, b, 2 * repeats)
+    (t_table, best_table), (t_peer, best_peer) = measured[:2]
+    peer = "CuPy" if gpu else "NumPy"
+    print(f"2. a partition moved between two workers ({'GPU' if gpu else 'CPU'}, TCP), {nbytes / 1e6:.1f} MB: "
+          f"arrowdev {t_table * 1e3:.1f} ms (fastest {best_table * 1e3:.1f}), {peer} {t_peer * 1e3:.1f} ms "
+          f"(fastest {best_peer * 1e3:.1f}), ratio {t_peer / t_table:.2f} (fastest: {best_peer / best_table:.2f})")
+    if not gpu:
+        print(f"   a pyarrow.Table of the same data: {measured[2][0] * 1e3:.1f} ms")
+
+
+def bench_pipeline(rows: int, repeats: int, gpu: bool) -> None:
+    def make(seed: int) -> ad.ArrowTable:
+        t = make_table(rows, seed).select(["a", "b"])
+        return t.to_device() if gpu else t
+
+    def sync(t: ad.ArrowTable) -> ad.ArrowTable:
+        if gpu:
+            t.column("y")._wait_for_producers()
+        return t
+
+    local = make(0)
+    t_local = _median_time(lambda: sync(pipeline(local)), repeats)
+    if gpu:
+        from dask_cuda import LocalCUDACluster
+
+        cluster = LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0")
+    else:
+        cluster = LocalCluster(n_workers=1, processes=True, threads_per_worker=1, dashboard_address=":0")
+    with cluster, Client(cluster) as client:
+        parts = add.from_map(make, [0]).persist()
+        wait(parts)
+
+        runs = iter(range(10**6))
+
+        def on_cluster(work: Callable[[ad.ArrowTable], Any]) -> None:
+            # a new key each run, or the scheduler would hand back the last result
+            out = parts.map_partitions(lambda t, run: work(t), next(runs)).persist()
+            wait(out)
+            client.cancel(out)
+
+        t_cluster = _median_time(lambda: on_cluster(lambda t: sync(pipeline(t))), repeats)
+        t_task = _median_time(lambda: on_cluster(lambda t: t), repeats)
+        t_cudf = _dask_cudf_time(client, make(0), repeats) if gpu else None
+    print(f"3. UDF pipeline, {rows:,} rows in one partition ({'GPU' if gpu else 'CPU'}): in process "
+          f"{t_local * 1e3:.1f} ms, 1-worker cluster {t_cluster * 1e3:.1f} ms, ratio {t_local / t_cluster:.2f} "
+          f"(a task returning its partition: {t_task * 1e3:.1f} ms)")
+    if t_cudf is not None:
+        print(f"   dask-cudf, DataFrame.apply(row UDF, axis=1) on the same partition: {t_cudf * 1e3:.1f} ms, "
+              f"ratio {t_cudf / t_cluster:.2f} (above 1: arrowdev faster)")
+
+
+def _row_udf(row):  # cuDF's row UDF form of `udf`
+    return udf(row["a"], row["b"])
+
+
+def _dask_cudf_time(client: Client, partition: ad.ArrowTable, repeats: int) -> float | None:
+    """The pipeline in dask-cudf (``DataFrame.apply`` with a row UDF) on a 1-partition persisted frame,
+    where cuDF is installed (``../shared/gpu/fetch-cudf``)."""
+    try:
+        import cudf
+        import dask_cudf
+    except ImportError:
+        print("   dask-cudf: not installed, not compared")
+        return None
+    frame = dask_cudf.from_cudf(cudf.DataFrame.from_arrow(partition.to_pyarrow()), npartitions=1).persist()
+    wait(frame)
+    runs = iter(range(10**6))
+
+    def once() -> None:
+        out = frame.map_partitions(lambda df, run: df.assign(y=df.apply(_row_udf, axis=1)), next(runs)).persist()
+        wait(out)
+        client.cancel(out)
+    return _median_time(once, repeats)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpu", action="store_true", help="partitions on GPU 0, dask-cuda workers")
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the moved / UDF partition")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"arrowdev {ad.__version__}, Python {platform.python_version()}, {platform.machine()}")
+    bench_serialize([1_000, 100_000, args.rows], args.repeats)
+    bench_move(args.rows, args.repeats, args.gpu)
+    bench_pipeline(args.rows, args.repeats, args.gpu)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""arrowdev.dask on a real distributed cluster (two worker processes, one thread each, one cluster for
+the module) and in process: gather, persist, compute, Parquet, dask.dataframe, UDF pipelines equal to
+the in-process result; GPU tests for dask-cuda's LocalCUDACluster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import dask
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.parquet as pq
+import pytest
+from distributed import Client, LocalCluster, futures_of, wait
+from distributed.protocol import serialize
+
+import arrowdev as ad
+import arrowdev.dask as add
+from samples import CASES
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+                      worker_dashboard_address=":0") as cluster, Client(cluster) as c:
+        yield c
+
+
+def _table(n: int = 1000, seed: int = 0) -> ad.ArrowTable:
+    rng = np.random.default_rng(seed)
+    a = pa.array(rng.integers(-100, 100, n), mask=rng.random(n) < 0.1)
+    return ad.table({"a": a, "b": pa.array(rng.random(n)), "s": pa.array([f"s{i % 37}" for i in range(n)])})
+
+
+def _udf(a, b):
+    return a * 2 + b if a > 0 else b - a
+
+
+def _pipeline(t: ad.ArrowTable) -> ad.ArrowTable:
+    return t.append_column("y", t.apply(_udf, columns=["a", "b"]))
+
+
+def test_the_dask_family_is_registered():
+    header, _ = serialize(_table(10))
+    assert header["serializer"] == "dask"
+
+
+def test_registration_when_distributed_is_imported_after_arrowdev(tmp_path):
+    code = ("import pickle, pyarrow as pa, arrowdev as ad, distributed.protocol as p\n"
+            "t = ad.table({'x': pa.array([1, 2])})\n"
+            "first = p.serialize(t)[0]['serializer']\n"
+            "second = p.serialize(t)[0]['serializer']\n"
+            "print(first, second)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["pickle", "dask"]  # the first send pickles (zero-copy too), then registers
+
+
+def test_scatter_gather_and_worker_to_worker(client):
+    tbl = _table(5000).slice(123, 3001)
+    workers = sorted(client.scheduler_info()["workers"])
+    [future] = client.scatter([tbl], workers=workers[:1])
+    assert client.gather(future).equals(tbl)
+    moved = client.submit(lambda t: t.slice(1), future, workers=workers[1:], pure=False)
+    assert client.gather(moved).equals(tbl.slice(1))
+    column = client.submit(lambda t: t.column("s"), future, workers=workers[1:], pure=False)
+    assert client.gather(column).to_pylist() == tbl.column("s").to_pylist()
+
+
+def test_every_sample_type_travels_between_workers(client):
+    tbl = ad.table({name.replace("[", "_").replace("]", "_"): arr.slice(3, 11) for name, arr in CASES.items()})
+    workers = sorted(client.scheduler_info()["workers"])
+    [future] = client.scatter([tbl], workers=workers[:1])
+    back = client.gather(client.submit(lambda t: t, future, workers=workers[1:], pure=False))
+    assert back.equals(tbl)
+
+
+def test_persist_compute_and_the_udf_pipeline_equal_in_process(client, tmp_path):
+    parts = [_table(700, seed) for seed in range(4)]
+    for i, p in enumerate(parts):
+        pq.write_table(p.to_pyarrow(), tmp_path / f"p{i}.parquet", row_group_size=350)
+    collection = add.read_parquet(str(tmp_path / "*.parquet"), columns=["a", "b", "s"])
+    assert collection.npartitions == 8
+    out = collection.map_partitions(_pipeline).persist()
+    futures = futures_of(out)
+    wait(futures)
+    assert len(futures) == 8 and all(client.who_has(futures).values())  # the partitions stay on the workers
+    got = out.compute()
+    want = collection.map_partitions(_pipeline).compute(scheduler="sync")
+    assert got.num_rows == 2800 and got.column("y").num_chunks == 8
+    assert got.equals(want)
+    expected_y = [None if a is None else _udf(a, b) for p in parts for a, b in
+                  zip(p.column("a").to_pylist(), p.column("b").to_pylist())]
+    assert got.column("y").to_pylist() == expected_y
+
+
+def test_apply_and_to_parquet_on_the_cluster(client, tmp_path):
+    collection = add.from_map(lambda seed: _table(300, seed), range(3))
+    y = collection.apply(_udf, columns=["a", "b"])
+    assert isinstance(y, add.PartitionedColumn)
+    got = collection.append_column("y", y).compute()
+    assert got.equals(_pipeline(ad.table(pa.concat_tables([_table(300, s).to_pyarrow() for s in range(3)]))))
+    written = collection.to_parquet(str(tmp_path / "out"))
+    assert len(written) == 3
+    again = add.read_parquet(str(tmp_path / "out")).compute()
+    assert again.equals(collection.compute(scheduler="sync"))
+
+
+def test_dask_dataframe_both_ways_and_udf(client):
+    import dask.dataframe as dd
+
+    frame = pd.DataFrame({"a": np.arange(100, dtype=np.int64) - 50, "b": np.linspace(0, 1, 100)})
+    ddf = dd.from_pandas(frame, npartitions=4)
+    collection = add.from_dask_dataframe(ddf)
+    assert collection.npartitions == 4
+    assert collection.compute().to_pyarrow().to_pandas().equals(frame)
+    back = collection.map_partitions(_pipeline).to_dask_dataframe().compute()
+    assert back["y"].tolist() == [_udf(a, b) for a, b in zip(frame.a, frame.b)]
+    assert isinstance(back["y"].dtype, pd.ArrowDtype)
+    with_udf = ddf.map_partitions(add.udf(_udf, columns=["a", "b"], out="y")).compute()
+    assert with_udf["y"].tolist() == back["y"].tolist()
+    assert with_udf.index.tolist() == frame.index.tolist()
+
+
+def test_from_frame_of_arrow_dtypes_is_zero_copy():
+    arr = pa.array(np.arange(1000, dtype=np.float64))
+    frame = pd.DataFrame({"x": pd.arrays.ArrowExtensionArray(arr)})
+    tbl = add.from_frame(frame)
+    assert tbl.column("x").buffers[-1].address == arr.buffers()[1].address
+    back = add.to_frame(tbl)
+    assert pa.array(back["x"].array).buffers()[1].address == arr.buffers()[1].address
+
+
+def test_collection_errors():
+    with pytest.raises(TypeError, match="expected at least one PartitionedTable"):
+        add.map_partitions(lambda x: x, 1)
+    a = add.from_map(lambda i: pa.table({"x": [i]}), range(2))
+    b = add.from_map(lambda i: pa.table({"x": [i]}), range(3))
+    with pytest.raises(ValueError, match="one number of partitions"):
+        add.map_partitions(lambda x, y: x, a, b)
+    mixed = add.from_map(lambda i: pa.table({"x": [i]}) if i else pa.table({"x": ["s"]}), range(2))
+    with pytest.raises(ValueError, match="expected partitions of one schema"):
+        mixed.compute(scheduler="sync")
+    with pytest.raises(ValueError, match="expected device"):
+        add.read_parquet("nowhere/*.parquet", device="tpu")
+
+
+# ---- GPU (dask-cuda): the lead runs these ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cuda_client():
+    dask_cuda = pytest.importorskip("dask_cuda")
+    with dask_cuda.LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0",
+                                    device_memory_limit="64MiB") as cluster, Client(cluster) as c:
+        yield c
+
+
+def _device_of(t):
+    return t.device.type
+
+
+def _sum_of_y(t):
+    return float(pa.compute.sum(t.column("y").to_pyarrow()).as_py())
+
+
+@pytest.mark.gpu
+def test_gpu_partitions_stay_on_the_gpu_across_tasks(cuda_client, tmp_path):
+    pq.write_table(_table(4000).to_pyarrow(), tmp_path / "d.parquet", row_group_size=1000)
+    parts = add.read_parquet(str(tmp_path / "d.parquet"), device="cuda")
+    out = parts.map_partitions(_pipeline).persist()
+    devices = dask.compute(*[dask.delayed(_device_of)(p) for p in out.to_delayed()])
+    assert set(devices) == {"cuda"}
+    got = out.compute()
+    assert got.equals(add.read_parquet(str(tmp_path / "d.parquet")).map_partitions(_pipeline)
+                      .compute(scheduler="sync"))
+
+
+@pytest.mark.gpu
+def test_gpu_spilling_below_the_data_size_gives_right_results(cuda_client):
+    from dask_cuda.is_device_object import is_device_object
+
+    n = 4_000_000  # 8 partitions of 32 MB of float64 each: 256 MB against a 64 MiB device limit
+    parts = add.from_map(lambda i: ad.table({"x": pa.array(np.full(n, float(i)))}).to_device(), range(8))
+    assert is_device_object(ad.table({"x": pa.array([1.0])}).to_device())
+    out = parts.map_partitions(lambda t: t.append_column("y", t.apply(lambda x: x + 1, columns=["x"]))).persist()
+    sums = dask.compute(*[dask.delayed(_sum_of_y)(p) for p in out.to_delayed()])
+    assert list(sums) == [n * (i + 1.0) for i in range(8)]
+
+
+@pytest.mark.gpu
+def test_gpu_a_table_still_being_produced_is_never_sent_early():
+    """The producer (a copy queued behind long work on its own stream) is still running when the table
+    is serialized: the cuda family hands frames over only after the table's sync event, and the
+    pickle / dask families' host copy waits for it too."""
+    import pickle
+
+    import cupy as cp
+
+    from arrowdev import _serialize
+
+    host = ad.column(pa.array(np.arange(20_000_000, dtype=np.float64)))
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        busy = cp.zeros(100_000_000, dtype=cp.float64)
+        for _ in range(30):  # about 10 ms of work ahead of the copy
+            busy += 1
+    col = host.to_device(stream=stream)
+    header, frames = _serialize.device_frames(col)
+    assert stream.done  # the busy work and the copy had finished before the frames were handed over
+    got = _serialize.from_frames(ad.ArrowColumn, header, frames)
+    assert got.device.type == "cuda" and got.to_pyarrow().equals(host.to_pyarrow())
+    with stream:
+        for _ in range(30):
+            busy += 1
+    col = host.to_device(stream=stream)
+    assert pickle.loads(pickle.dumps(col, protocol=5)).to_pyarrow().equals(host.to_pyarrow())
+    with stream:  # a table: its columns' events, not its record batches', say when the data is ready
+        for _ in range(30):
+            busy += 1
+    tbl = ad.table({"x": host, "s": pa.array(["a", None, "ccc", "dd"] * 5_000_000)}).to_device(stream=stream)
+    header, frames = _serialize.device_frames(tbl)
+    assert stream.done
+    assert _serialize.from_frames(ad.ArrowTable, header, frames).equals(tbl)
+    del busy
+
+
+@pytest.mark.gpu
+def test_gpu_tcp_ping_pong_of_every_type(cuda_client):
+    tbl = ad.table({name.replace("[", "_").replace("]", "_"): arr.slice(3, 11) for name, arr in CASES.items()})
+    on_gpu = tbl.to_device()
+    [future] = cuda_client.scatter([on_gpu])
+    back = cuda_client.gather(cuda_client.submit(lambda t: (t.device.type, t), future, pure=False))
+    assert back[0] == "cuda"
+    assert back[1].equals(tbl)
+
+
+# ---- GPU memory in a cluster -------------------------------------------------------------------------
+
+
+def _with_ipc_header(data: bytes, **changes) -> bytes:
+    """The same export with header fields changed (magic, 8-byte length, JSON, schema)."""
+    import json
+
+    magic = b"ARROWDEV-CUDA-IPC-1\n"
+    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
+    start = len(magic) + 8
+    header = {**json.loads(data[start:start + size]), **changes}
+    encoded = json.dumps(header).encode()
+    return magic + len(encoded).to_bytes(8, "little") + encoded + data[start + size:]
+
+
+@pytest.mark.gpu
+def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
+    """The importer sees the GPU under another index (here: the only one, under CUDA_VISIBLE_DEVICES=its
+    UUID, while the header says index 5): found by UUID."""
+    import os
+    import uuid
+
+    import cupy as cp
+
+    g = ad.column(pa.array([1.5, None, 2.5])).to_device()
+    (tmp_path / "h").write_bytes(_with_ipc_header(g.export_ipc(), device=5))
+    gpu = "GPU-" + str(uuid.UUID(bytes=bytes(cp.cuda.runtime.getDeviceProperties(0)["uuid"])))
+    code = "import sys, arrowdev as ad; c = ad.import_ipc(open(sys.argv[1], 'rb').read()); print(c.to_pylist())"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h")], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.strip() == "[1.5, None, 2.5]"
+    with pytest.raises(ad.InvalidArrowError, match="not visible in this process"):
+        ad.import_ipc(_with_ipc_header(g.export_ipc(), device_uuid="00" * 16))
+
+
+@pytest.mark.gpu
+def test_gpu_rmm_pool_with_a_limit():
+    pytest.importorskip("rmm")
+    from arrowdev.cuda import memory
+
+    saved = memory._pool
+    try:
+        ad.cuda.use_rmm(limit_bytes=20_000_000)
+        col = ad.column(pa.array(np.arange(1_000_000, dtype=np.float64))).to_device()  # 8 MB from RMM
+        assert isinstance(memory.pool(), memory.RmmPool)
+        out = col.apply(lambda x: x + 1)  # 8 MB more
+        assert out.to_pyarrow().to_pylist()[:3] == [1.0, 2.0, 3.0]
+        with pytest.raises(MemoryError, match="limit of 20000000 bytes"):
+            ad.column(pa.array(np.arange(1_000_000, dtype=np.float64))).to_device()
+        del col, out
+    finally:
+        memory._pool = saved
+        ad.cuda.set_limit(None)
+
+
+def test_per_partition_results_through_delayed(client):
+    """The mechanics the GPU tests use, on the CPU cluster: per-partition values of a persisted collection."""
+    parts = add.from_map(lambda i: ad.table({"x": pa.array(np.full(1000, float(i)))}), range(4))
+    out = parts.map_partitions(lambda t: t.append_column("y", t.apply(lambda x: x + 1, columns=["x"]))).persist()
+    assert dask.compute(*[dask.delayed(_device_of)(p) for p in out.to_delayed()]) == ("cpu",) * 4
+    assert list(dask.compute(*[dask.delayed(_sum_of_y)(p) for p in out.to_delayed()])) == [1000.0 * (i + 1)
+                                                                                            for i in range(4)]
+
+
+@pytest.mark.gpu
+def test_gpu_cudf_partitions_both_ways_and_udf():
+    """cuDF partitions (where cuDF is installed, ../shared/gpu/fetch-cudf): through pylibcudf's device
+    interface into arrowdev and back, and add.udf inside dask_cudf's map_partitions."""
+    cudf = pytest.importorskip("cudf")
+    frame = cudf.DataFrame({"a": np.arange(100, dtype=np.int64) - 50, "b": np.linspace(0, 1, 100)})
+    tbl = add.from_frame(frame)
+    assert tbl.device.type == "cuda" and tbl.to_pyarrow().equals(frame.to_arrow())
+    back = add.to_frame(tbl)
+    assert isinstance(back, cudf.DataFrame) and back.to_arrow().equals(frame.to_arrow())
+    out = add.udf(_udf, columns=["a", "b"], out="y")(frame)
+    assert out["y"].to_arrow().to_pylist() == [_udf(a, b) for a, b in zip(frame.a.to_arrow().to_pylist(),
+                                                                           frame.b.to_arrow().to_pylist())]
