@@ -1,4 +1,5 @@
-"""Every ```python block of README.md and docs/ runs, as a user would run it: each in a fresh process.
+"""Every ```python block of README.md and docs/ runs, as a user would run it: each in a fresh process, in a
+fresh directory.
 
 A block whose first line is a comment starting with ``# GPU`` needs a CUDA GPU: it runs in the GPU suite
 (the ``gpu`` marker). A top-level expression followed by a comment that is a Python literal states its
@@ -76,10 +77,10 @@ def _params() -> list[object]:
 
 
 @pytest.mark.parametrize("source", _params())
-def test_code_block_runs(source):
+def test_code_block_runs(source, tmp_path):
     program = _stated_values(source)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-W", "error", "-c", program], cwd=ROOT, env=env, capture_output=True,
+    result = subprocess.run([sys.executable, "-W", "error", "-c", program], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
 
