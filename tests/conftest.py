@@ -2,8 +2,8 @@
 
 - GPU tests carry the ``gpu`` marker and skip by themselves without a GPU.
 - Tests that compile for the CUDA target without a GPU (numba-cuda and NVVM, the ``kernels`` extra, about
-  1 GB) carry the ``numba_cuda`` marker, given here to every non-GPU test whose name says ``cuda`` or
-  ``without_a_gpu``; without numba-cuda they skip, naming the extra to install.
+  1 GB) carry the ``numba_cuda`` marker, given here to every non-GPU test function whose name says ``cuda``
+  (or ``compile`` and ``without_a_gpu``); without numba-cuda they skip, naming the extra to install.
 - In CI (``CI=true``) nothing but GPU tests may skip: any other skip is reported as a failure, so a missing
   extra (numba-cuda, Sphinx, matplotlib) fails CI instead of hiding tests.
 """
@@ -37,9 +37,11 @@ NEEDS_NUMBA_CUDA = "needs numba-cuda to compile for the CUDA target: pip install
 
 
 def needs_numba_cuda(item: pytest.Item) -> bool:
-    name = getattr(item, "originalname", None) or item.name
-    return "gpu" not in item.keywords and ("numba_cuda" in item.keywords or "cuda" in name
-                                           or "without_a_gpu" in name)
+    """A non-GPU test function that compiles for the CUDA target: marked, or named so."""
+    if "gpu" in item.keywords or not isinstance(item, pytest.Function):
+        return False
+    name = item.originalname
+    return "numba_cuda" in item.keywords or "cuda" in name or ("compile" in name and "without_a_gpu" in name)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -68,7 +68,7 @@ def test_the_version_is_written_once():
 # ---- extras --------------------------------------------------------------------------------------
 
 
-def test_the_test_extra_brings_no_cuda_wheels_and_ci_compiles_every_kernel():
+def test_the_test_extra_brings_no_gpu_wheels_and_ci_compiles_every_kernel():
     test = _extra("test")
     assert not {"numba-cuda", "cupy-cuda13x", "cuda-python", "cuda-core"} & set(test)
     assert "numba-cuda" in _extra("kernels")
@@ -77,7 +77,7 @@ def test_the_test_extra_brings_no_cuda_wheels_and_ci_compiles_every_kernel():
 
 
 @pytest.mark.parametrize("extra", ["kernels", "cuda13"])
-def test_numba_cuda_is_bounded_above(extra):
+def test_the_kernel_compiler_is_bounded_above(extra):
     """udf/launch.py lays kernel arguments out as numba-cuda 0.30 does (private), udf/ builds on numba's
     internals: each has an upper bound that excludes the next minor release."""
     requirement = _extra(extra)["numba-cuda"]
@@ -87,7 +87,7 @@ def test_numba_cuda_is_bounded_above(extra):
     assert numba.specifier.contains("0.68.1") and not numba.specifier.contains("0.69.0")
 
 
-def test_cuda13_brings_cuda_core_which_the_kernel_launch_imports():
+def test_the_gpu_extra_brings_the_launch_library():
     assert "import cuda.core" in (ROOT / "arrowdev" / "udf" / "launch.py").read_text()
     assert "cuda-core" in _extra("cuda13")
 
@@ -194,7 +194,7 @@ def test_in_ci_only_gpu_tests_may_skip(tmp_path):
     assert ("2 skipped" in local.stdout) is not conftest.GPU
 
 
-def test_numba_cuda_tests_are_marked_so_that_they_skip_only_outside_ci():
+def test_kernel_compiling_tests_are_marked_so_that_they_skip_only_outside_ci():
     import conftest
 
     result = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "numba_cuda",
