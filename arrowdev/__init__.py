@@ -8,6 +8,7 @@
 """
 
 from . import cuda, debug
+from ._version import __version__
 from .column import ArrowColumn, BufferInfo, column
 from .errors import ArrowDevError, DeviceUnavailableError, InvalidArrowError, MissingDependencyError
 from .table import ArrowTable, table
@@ -15,18 +16,18 @@ from .types import DataType, Device
 from .udf import NA, UDFCompileError
 
 
-def import_ipc(data: bytes):  # noqa: ANN201 - a column or a table, as exported
+def import_ipc(data: bytes) -> ArrowColumn | ArrowTable:
     """A column or table over another process's GPU memory (zero-copy), from the bytes its
     ``export_ipc()`` returned. See :mod:`arrowdev.cuda.ipc`."""
     from .cuda.ipc import import_ipc as _import_ipc
 
-    return _import_ipc(data)
+    imported: ArrowColumn | ArrowTable = _import_ipc(data)
+    return imported
 
 
 if "distributed.protocol.serialize" in __import__("sys").modules:  # a Dask worker: arrowdev's serializers
     from .dask import _distributed  # noqa: F401  (registers on import; see arrowdev.dask)
 
-__version__ = "0.1.0"
 
 __all__ = [
     "ArrowColumn",
@@ -40,6 +41,7 @@ __all__ = [
     "MissingDependencyError",
     "NA",
     "UDFCompileError",
+    "__version__",
     "column",
     "cuda",
     "debug",

@@ -10,7 +10,7 @@ Bare capsules work too: a stream capsule, or a ``(schema, array)`` capsule pair 
 protocols return it. Python sequences and NumPy arrays go through ``pyarrow.array`` first. GPU
 arrays (CuPy, numba, PyTorch) come in through ``__cuda_array_interface__``, then ``__dlpack__``
 (:mod:`arrowdev.interop.cuda_arrays`).
-Every array is checked against its type before arrowdev hands it out (design.md O7).
+Every array is checked against its type before arrowdev hands it out (docs/architecture.md C9).
 """
 
 from __future__ import annotations

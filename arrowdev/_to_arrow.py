@@ -13,7 +13,7 @@ from .types import DataType
 
 HOST_LABELS = frozenset({3, 11})  # CUDA_HOST, ROCM_HOST: CPU memory, exported as CPU
 
-# Representation changes that ``requested_schema`` may ask for and arrowdev honours (O5).
+# Representation changes that ``requested_schema`` may ask for and arrowdev honours (C10).
 _FAMILIES = (
     frozenset({"string", "large_string", "string_view"}),
     frozenset({"binary", "large_binary", "binary_view"}),

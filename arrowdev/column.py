@@ -21,9 +21,10 @@ False
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import operator
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, SupportsIndex, cast
 
 from . import _capsules, layout
 from .layout import BufferInfo
@@ -131,16 +132,17 @@ class ArrowColumn(_capsules.ColumnCore):
         return sum(self._chunk_null_count(i) for i in range(len(self._chunks)))
 
     def _chunk_null_count(self, i: int) -> int:
-        n = self._null_list()[i]
+        nulls = self._null_list()
+        n = nulls[i]
         if n is None:
             c = self._chunks[i]
             validity = c.buffers[0] if c.n_buffers else 0
             n = layout.null_count(self._type, c.offset, c.length, validity, self._read)
-            self._nulls[i] = n
+            nulls[i] = n
         return n
 
     def _read(self, address: int, nbytes: int) -> bytes:
-        """Reads this column's memory (after its producers' sync events, O4); only asked for when a
+        """Reads this column's memory (after its producers' sync events, C7); only asked for when a
         computation really needs bytes."""
         self._wait_for_producers()
         return reader_for(self.device)(address, nbytes)
@@ -235,7 +237,7 @@ class ArrowColumn(_capsules.ColumnCore):
     def _chunk_starts(self) -> list[int]:
         return list(itertools.accumulate((c.length for c in self._chunks), initial=0))[:-1]
 
-    def __getitem__(self, key: int | slice) -> Any:
+    def __getitem__(self, key: int | builtins.slice) -> Any:
         if isinstance(key, slice):
             start, stop, step = key.indices(len(self))
             if step != 1:
@@ -291,7 +293,7 @@ class ArrowColumn(_capsules.ColumnCore):
         from .interop.pyarrow import to_storage_chunked_array
 
         other = ArrowColumn.from_arrow(other)
-        return self._type == other._type and to_storage_chunked_array(self).equals(to_storage_chunked_array(other))
+        return self._type == other._type and bool(to_storage_chunked_array(self).equals(to_storage_chunked_array(other)))
 
     def __eq__(self, other: object) -> Any:
         """``equals`` (as PyArrow's ``==``); NotImplemented for what is not Arrow data."""
@@ -417,7 +419,8 @@ class ArrowColumn(_capsules.ColumnCore):
         """
         from .udf.apply import apply_columns
 
-        return apply_columns(f, [self], null_aware, out_type, stream, string_type=string_type)
+        result: ArrowColumn = apply_columns(f, [self], null_aware, out_type, stream, string_type=string_type)
+        return result
 
     def rolling(self, window: int, min_periods: int | None = None, center: bool = False) -> Any:
         """Rolling windows of ``window`` rows; ``.apply(f)`` runs ``f`` on each (see
@@ -426,12 +429,12 @@ class ArrowColumn(_capsules.ColumnCore):
 
         return Rolling(self, window, min_periods, center)
 
-    def __reduce_ex__(self, protocol: int) -> tuple[Any, tuple]:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any, ...]]:
         """Pickles the rows in range (out of band with protocol 5: zero-copy for CPU data; device data
         goes through host memory and lands on the receiver's GPU). See :mod:`arrowdev._serialize`."""
         from ._serialize import reduce
 
-        return reduce(self, protocol)
+        return reduce(self, operator.index(protocol))
 
     # ---- array exports (CuPy, numba, PyTorch, NumPy) -------------------------------------------
 
@@ -480,14 +483,14 @@ class ArrowColumn(_capsules.ColumnCore):
         return array_capsules(col._type, col._one_array(), device=True)
 
     def _arrow_c_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-        """(schema, array) capsules; device data is copied to host first (O6). Several chunks
+        """(schema, array) capsules; device data is copied to host first (C8). Several chunks
         (only when called directly: such a column has no ``__arrow_c_array__``) are concatenated."""
         check_kwargs(kwargs)
         col = self._on_cpu()._as_requested(requested_schema)
         return array_capsules(col._type, col._one_array(), device=False)
 
     def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
-        """A stream capsule of the chunks, zero-copy (device data is copied to host first, O6)."""
+        """A stream capsule of the chunks, zero-copy (device data is copied to host first, C8)."""
         check_kwargs(kwargs)
         col = self._on_cpu()._as_requested(requested_schema)
         return stream_capsule(col._type, col._exportable_chunks(), device=False)
@@ -504,7 +507,7 @@ class ArrowColumn(_capsules.ColumnCore):
         return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
 
     def _exportable_chunks(self) -> list[Any]:
-        """The chunks, each ready to export with computed null counts (O5: -1 is computed, not
+        """The chunks, each ready to export with computed null counts (C6: -1 is computed, not
         passed on)."""
         return [self._ready_chunk(i) for i in range(len(self._chunks))]
 
@@ -528,7 +531,7 @@ class ArrowColumn(_capsules.ColumnCore):
         for child_type, child in zip(self._type.children, children):
             counts.extend(layout.node_null_counts(child_type, child, read))
         if dictionary is not None:
-            counts.extend(layout.node_null_counts(self._type.value_type, dictionary, read))
+            counts.extend(layout.node_null_counts(cast(DataType, self._type.value_type), dictionary, read))
         chunk.set_null_counts(counts)
 
     def _one_array(self) -> Any:
@@ -553,7 +556,7 @@ class ArrowColumn(_capsules.ColumnCore):
         return cast(self, target)
 
     def _on_cpu(self) -> ArrowColumn:
-        """This column where the CPU can read it, its data ready: a host copy of device data (O6)."""
+        """This column where the CPU can read it, its data ready: a host copy of device data (C8)."""
         if all(c.device_type == _CPU and not c.sync_event for c in self._chunks):
             return self  # nothing to copy, nothing to wait for
         host = self.to_host()

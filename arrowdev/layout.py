@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import numpy as np
 
@@ -131,7 +131,7 @@ class BufferInfo:
     device: Device
 
 
-def node_null_counts(dtype: DataType, tree: tuple, read: Reader | None) -> Iterator[int]:
+def node_null_counts(dtype: DataType, tree: tuple[Any, ...], read: Reader | None) -> Iterator[int]:
     """The null count of a node and of every node below it, in tree order (the node, its
     children's subtrees, its dictionary's): the producer's where it gave one, else computed from
     the type and validity bitmap; -1 where that needs a read and ``read`` is None."""
@@ -145,10 +145,10 @@ def node_null_counts(dtype: DataType, tree: tuple, read: Reader | None) -> Itera
     for child_type, child in zip(dtype.children, children):
         yield from node_null_counts(child_type, child, read)
     if dictionary is not None:
-        yield from node_null_counts(dtype.value_type, dictionary, read)
+        yield from node_null_counts(cast(DataType, dtype.value_type), dictionary, read)
 
 
-def node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: Reader,
+def node_buffers(dtype: DataType, tree: tuple[Any, ...], path: str, chunk: int, read: Reader,
                  device: Device) -> Iterator[BufferInfo]:
     """The buffers of a node and of every node below it, in tree order."""
     length, offset, _, buffers, children, dictionary = tree
@@ -158,4 +158,4 @@ def node_buffers(dtype: DataType, tree: tuple, path: str, chunk: int, read: Read
     for i, (child_type, child) in enumerate(zip(dtype.children, children)):
         yield from node_buffers(child_type, child, f"{path}{sep}children[{i}]", chunk, read, device)
     if dictionary is not None:
-        yield from node_buffers(dtype.value_type, dictionary, f"{path}{sep}dictionary", chunk, read, device)
+        yield from node_buffers(cast(DataType, dtype.value_type), dictionary, f"{path}{sep}dictionary", chunk, read, device)

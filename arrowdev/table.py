@@ -15,8 +15,9 @@ are the columns' chunks, sliced where chunk boundaries differ between columns.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, SupportsIndex, cast
 
 import nanoarrow as na
 
@@ -98,7 +99,7 @@ class ArrowTable:
                 if probe._chunk_null_count(i):
                     raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
                                             "its null rows have no meaning per column")
-                probe._ready_chunk(i)  # exports carry computed null counts (O5)
+                probe._ready_chunk(i)  # exports carry computed null counts (C6)
             num_rows += batch.length
             offsets = offsets or batch.offset > 0
         table = object.__new__(cls)  # what __init__ checks holds for one struct type's batches
@@ -128,8 +129,8 @@ class ArrowTable:
         table that is only passed on never splits into columns)."""
         if self._column_list is None:
             batches = self._batches
-            self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in batches])
-                                 for i, child in enumerate(self._schema._children)]
+            self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in cast(list[Any], batches)])
+                                 for i, child in enumerate(self.schema._children)]
         return self._column_list
 
     # ---- introspection ------------------------------------------------------------------------
@@ -161,12 +162,12 @@ class ArrowTable:
 
     @property
     def num_columns(self) -> int:
-        return len(self._columns) if self._column_list is not None else len(self._schema._children)
+        return len(self._columns) if self._column_list is not None else len(self.schema._children)
 
     @property
     def column_names(self) -> list[str]:
         if self._column_list is None:
-            return [name or "" for name in self._schema.field_names]
+            return [name or "" for name in self.schema.field_names]
         return [col.name or "" for col in self._columns]
 
     @property
@@ -272,11 +273,11 @@ class ArrowTable:
 
         return export_ipc(self)
 
-    def __reduce_ex__(self, protocol: int) -> tuple[Any, tuple]:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any, ...]]:
         """Pickles the rows in range, as :meth:`ArrowColumn.__reduce_ex__` does."""
         from ._serialize import reduce
 
-        return reduce(self, protocol)
+        return reduce(self, operator.index(protocol))
 
     # ---- UDFs ----------------------------------------------------------------------------------
 
@@ -296,7 +297,8 @@ class ArrowTable:
         chosen = [self.column(c) for c in (columns if columns is not None else range(self.num_columns))]
         if not chosen:
             raise ValueError("expected at least one column for the UDF's arguments")
-        return apply_columns(f, chosen, null_aware, out_type, stream, string_type=string_type)
+        result: ArrowColumn = apply_columns(f, chosen, null_aware, out_type, stream, string_type=string_type)
+        return result
 
     # ---- conversions -------------------------------------------------------------------------
 
@@ -401,7 +403,7 @@ class ArrowTable:
         batches = self._batches
         if (requested_schema is None and not kwargs and batches is not None and len(batches) == 1
                 and batches[0].device_type not in HOST_LABELS):
-            pair = batches[0].export_pair(self.schema._address, True)  # the hot path, in few steps
+            pair: tuple[Any, Any] | None = batches[0].export_pair(self.schema._address, True)  # the hot path
             if pair is not None:
                 return pair
         return self._as_struct_column().__arrow_c_device_array__(requested_schema, **kwargs)

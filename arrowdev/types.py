@@ -113,26 +113,30 @@ class DataType:
     @property
     def format(self) -> str:
         """The Arrow C format string, e.g. ``'u'`` for string."""
-        return self._c.format
+        format: str = self._c.format
+        return format
 
     @property
     def name(self) -> str | None:
         """The field name the producer gave (``None`` or ``''`` when unnamed)."""
-        return self._c.name
+        name: str | None = self._c.name
+        return name
 
     @property
     def nullable(self) -> bool:
-        return self._view.nullable
+        return bool(self._view.nullable)
 
     @property
     def id(self) -> str:
         """The type's name, e.g. ``'int32'``, ``'string'``, ``'dictionary'``, ``'timestamp'``."""
-        return self._view.type
+        type_id: str = self._view.type
+        return type_id
 
     @cached_property
     def storage_id(self) -> str:
         """The physical type: the index type of a dictionary, int64 for timestamps, etc."""
-        return self._view.storage_type
+        storage_id: str = self._view.storage_type
+        return storage_id
 
     @cached_property
     def _children(self) -> tuple[DataType, ...]:
@@ -155,11 +159,13 @@ class DataType:
     @property
     def fixed_size(self) -> int | None:
         """Width of fixed_size_binary / list size of fixed_size_list, else None."""
-        return self._view.fixed_size
+        size: int | None = self._view.fixed_size
+        return size
 
     def element_bits(self, buffer: int) -> int:
         """Bits per element of buffer ``buffer`` in nanoarrow's layout of this type."""
-        return self._view.layout.element_size_bits[buffer]
+        bits: int = self._view.layout.element_size_bits[buffer]
+        return bits
 
     def with_name(self, name: str) -> DataType:
         """The same type under another field name."""

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import arrowdev as ad
+import record
 from arrowdev.udf import string_results as results
 
 UNIQUE = 10_000  # make_strings repeats this many distinct strings
@@ -99,7 +100,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=10)
+    record.add_json_option(parser, "bench_string_udf")
     args = parser.parse_args()
+    recorded = []
     cp.cuda.runtime.deviceSetLimit(0x02, 8 << 30)  # cudaLimitMallocHeapSize, before any kernel uses malloc
     host = make_strings(args.rows)
     in_bytes = host.buffers()[2].size + host.buffers()[1].size
@@ -136,7 +139,13 @@ def main() -> None:
         rate = (in_bytes + out_bytes) / mine
         print(f"{name:22s} {mine * 1e3:11.2f} {rate / 1e9:6.0f} {rate / bandwidth:7.2f} {malloc_cell:>9s} "
               f"{vs_cell:>9s} {cpu * 1e3:10.1f} {cpu / mine:9.0f}x {first:7.2f}", flush=True)
+        recorded.append({"udf": name, "arrowdev_ms": mine * 1e3, "gb_per_s": rate / 1e9,
+                         "device_malloc_ms": peer * 1e3 if malloc_cell else None, "pyarrow_ms": cpu * 1e3,
+                         "first_call_s": first})
         del out, got
+    machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    record.write(args.json, "bench_string_udf", machine, recorded, strings=len(host),
+                 copy_gb_per_s=bandwidth / 1e9)
 
 
 def _timed(fn) -> float:

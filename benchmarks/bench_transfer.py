@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 import arrowdev as ad
+import record
 
 
 def make_table(gib: float) -> pa.Table:
@@ -53,6 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gib", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=7)
+    record.add_json_option(parser, "bench_transfer")
     args = parser.parse_args()
     table = make_table(args.gib)
     nbytes = table_bytes(table)
@@ -110,6 +112,10 @@ def main() -> None:
         print(f"{way}: arrowdev / pinned ceiling = {ceiling / mine:.2f} (goal >= 0.80); "
               f"arrowdev vs cupy speed-up = {peer / mine:.2f}x; "
               f"pinned memcpy by CUDA events {nbytes / events[way] / 1e9:.1f} GB/s")
+    machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    record.write(args.json, "bench_transfer", machine, [
+        {"direction": name.split()[0], "method": name.split(" ", 1)[1], "ms": seconds * 1e3,
+         "gb_per_s": nbytes / seconds / 1e9} for name, seconds in results.items()], bytes=nbytes)
 
 
 if __name__ == "__main__":

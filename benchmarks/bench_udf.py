@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import arrowdev as ad
+import record
 
 VALUES = [1027, 1000, 59, 980] * 5
 
@@ -70,8 +71,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e7, 1e8, 1e9])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--pandas-rows", type=int, default=10**7)
+    record.add_json_option(parser, "bench_udf")
     args = parser.parse_args()
-    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"device: {machine}")
+    recorded = []
     stream = ad.cuda.runtime.stream_for(0)
     pandas_seconds = {}
     import pandas as pd
@@ -124,8 +128,13 @@ def main() -> None:
                       f"{bandwidth / copy_bw:7.2f} {peer * 1e3:8.2f} {pyarrow_s * 1e3:10.1f} {pandas_s * 1e3:10.0f} "
                       f"{peer / mine:7.2f} {pyarrow_s / mine:9.1f} {pandas_s / mine:9.0f}"
                       f"   (first call incl. compile {first:.2f} s; copy {copy_bw / 1e9:.0f} GB/s)")
+                recorded.append({"dtype": dtype, "udf": name, "rows": rows, "arrowdev_ms": mine * 1e3,
+                                 "gb_per_s": bandwidth / 1e9, "copy_gb_per_s": copy_bw / 1e9, "cupy_ms": peer * 1e3,
+                                 "pyarrow_ms": pyarrow_s * 1e3 if arrow_fn else None,
+                                 "pandas_ms": pandas_s * 1e3, "first_call_s": first})
                 del out, check
             del data, gcol, target
+    record.write(args.json, "bench_udf", machine, recorded, pandas_rows=args.pandas_rows)
 
 
 if __name__ == "__main__":

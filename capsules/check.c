@@ -1,5 +1,5 @@
 /* Checks of a producer's trees, node by node, before anyone (arrowdev, nanoarrow, PyArrow, a UDF)
- * reads them (design.md O7). What a consumer can check without trusting the producer is checked
+ * reads them (C9, docs/architecture.md). What a consumer can check without trusting the producer is checked
  * here; what it cannot (a buffer shorter than the length claims, a pointer into nowhere) is
  * listed in docs/validation.md.
  *

@@ -1,4 +1,4 @@
-/* Checks of a producer's trees before anything reads them (design.md O7). See check.c. */
+/* Checks of a producer's trees before anything reads them (C9, docs/architecture.md). See check.c. */
 #ifndef ARROWDEV_CAPSULES_CHECK_H
 #define ARROWDEV_CAPSULES_CHECK_H
 

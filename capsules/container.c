@@ -1,25 +1,25 @@
 /* arrowdev's shared-ownership container for Arrow C Device Data, and the export of its nodes.
  *
- * Invariants (each has tests in tests/test_ownership.py; design.md calls them O1-O5):
- * C1 Move, never copy (O1). container_move_from takes a bitwise copy of the producer's struct and
+ * Invariants (each has tests in tests/test_ownership.py; docs/architecture.md lists every invariant):
+ * C1 Move, never copy. container_move_from takes a bitwise copy of the producer's struct and
  *    sets the source's release to NULL. The producer's release runs exactly once, in
  *    container_decref, when the last reference goes: the owning Python object, each exported node
  *    of each re-export (children and dictionaries included, moved out or not), each container made
  *    from a slice or a child of this one.
- * C2 Every exported node stands alone (O2). Each node of an export (top, every child, the
+ * C2 Every exported node stands alone. Each node of an export (top, every child, the
  *    dictionary) has its own release and its own NodePrivate as private_data, holding its own
  *    container reference. private_data never points into the ArrowArray itself, so a consumer may
  *    move any node out bitwise and release the nodes in any order.
- * C3 Release from anywhere (O3). Counts are C11 atomics. No release path takes a lock, and this
+ * C3 Release from anywhere. Counts are C11 atomics. No release path takes a lock, and this
  *    file knows no Python: a keepalive object is let go through the hook the binding injects
  *    (container_set_keepalive_release; the Python binding's takes the GIL and, during interpreter
  *    finalisation, leaks the reference instead of crashing).
- * C4 Spec hygiene (O5). Every struct we fill is zeroed first, so reserved bytes are zero; every
+ * C4 Spec hygiene. Every struct we fill is zeroed first, so reserved bytes are zero; every
  *    release sets release to NULL.
  * C5 A parent's release releases the children it still owns (release != NULL), whether or not a
  *    consumer moved others out. The nodes of one export share one allocation (NodeBlock), freed
  *    by whichever node is released last.
- * C6 Null counts (O5). An exported node whose producer's null_count is -1 carries the count that
+ * C6 Null counts. An exported node whose producer's null_count is -1 carries the count that
  *    arrowdev computed for it, when the container has one (null_counts, given once by Python,
  *    which counts validity bits); the top node carries whatever count the caller passes.
  */

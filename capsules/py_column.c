@@ -153,7 +153,7 @@ static PyMethodDef Column_methods[] = {
      "never copies unless a cheap cast is requested; pinned host memory is exported as CPU memory"},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))Column_arrow_c_array, METH_FASTCALL | METH_KEYWORDS,
      "__arrow_c_array__(requested_schema=None, **kwargs): (schema, array) capsules; device data is "
-     "copied to host first (O6)"},
+     "copied to host first (C8)"},
     {NULL}};
 
 PyTypeObject ColumnCoreType = {

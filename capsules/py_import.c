@@ -2,7 +2,7 @@
  * into a container), the module functions import_array, import_device_array, import_pair and
  * import_from, and schema_key, by which a schema's parsed type is found again (schema.c S2).
  *
- * Every import checks the tree before it moves it (design.md O7): on a bad tree nothing is moved,
+ * Every import checks the tree before it moves it (C9, docs/architecture.md): on a bad tree nothing is moved,
  * the producer's capsule stays usable, and its destructor releases it as usual.
  */
 #include <string.h>
@@ -19,7 +19,7 @@ static int host_readable(const struct ArrowDeviceArray* a) {
 
 /* 0 when *src may be held: not released, a well-formed tree with sane device fields and, when
  * schema is given (already through schema_check), a tree that fits it; else -1 with
- * InvalidArrowError naming the problem (O7). */
+ * InvalidArrowError naming the problem (C9). */
 static int check_holdable(const struct ArrowDeviceArray* src, const struct ArrowSchema* schema) {
   char err[1200];
   if (ArrowArrayIsReleased(&src->array)) {
@@ -147,7 +147,7 @@ static PyObject* known_type(const struct ArrowSchema* schema, PyObject* known_ty
 }
 
 /* Imports a (schema, array) capsule pair: the array (arrow_device_array, else arrow_array)
- * checked against the schema (capsules/check.c), then moved (O7: on a bad tree nothing is moved).
+ * checked against the schema (capsules/check.c), then moved (C9: on a bad tree nothing is moved).
  * Its type is `given` (not None), else the one known_types holds for the schema. 1 with new
  * references in *dtype and *held; 0 when no type is given or known (nothing touched: the caller
  * parses, and so validates, the schema first); -1 with an exception. */

@@ -1,8 +1,18 @@
-"""Shared fixtures. GPU tests carry the ``gpu`` marker and skip by themselves without a GPU."""
+"""Shared fixtures and the rules of what may skip.
+
+- GPU tests carry the ``gpu`` marker and skip by themselves without a GPU.
+- Tests that compile for the CUDA target without a GPU (numba-cuda and NVVM, the ``kernels`` extra, about
+  1 GB) carry the ``numba_cuda`` marker, given here to every non-GPU test function whose name says ``cuda``
+  (or ``compile`` and ``without_a_gpu``); without numba-cuda they skip, naming the extra to install.
+- In CI (``CI=true``) nothing but GPU tests may skip: any other skip is reported as a failure, so a missing
+  extra (numba-cuda, Sphinx, matplotlib) fails CI instead of hiding tests.
+"""
 
 from __future__ import annotations
 
 import gc
+import importlib.util
+import os
 
 import pytest
 
@@ -19,13 +29,42 @@ def _gpu_available() -> bool:
 
 
 GPU = _gpu_available()
+# numba-cuda installs the package numba_cuda (numba.cuda is redirected to it); numba's own numba.cuda is
+# the deprecated built-in target, which arrowdev does not support.
+NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
+CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+NEEDS_NUMBA_CUDA = "needs numba-cuda to compile for the CUDA target: pip install -e '.[test,kernels]'"
+
+
+def needs_numba_cuda(item: pytest.Item) -> bool:
+    """A non-GPU test function that compiles for the CUDA target: marked, or named so."""
+    if "gpu" in item.keywords or not isinstance(item, pytest.Function):
+        return False
+    name = item.originalname
+    return "numba_cuda" in item.keywords or "cuda" in name or ("compile" in name and "without_a_gpu" in name)
 
 
 def pytest_collection_modifyitems(config, items):
-    skip = pytest.mark.skip(reason="needs a CUDA GPU and CuPy")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU and CuPy")
+    skip_kernels = pytest.mark.skip(reason=NEEDS_NUMBA_CUDA)
     for item in items:
         if "gpu" in item.keywords and not GPU:
-            item.add_marker(skip)
+            item.add_marker(skip_gpu)
+        elif needs_numba_cuda(item):
+            item.add_marker(pytest.mark.numba_cuda)
+            if not NUMBA_CUDA:
+                item.add_marker(skip_kernels)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI only GPU tests may skip: any other skip becomes a failure that says why it skipped."""
+    outcome = yield
+    report = outcome.get_result()
+    if CI and report.skipped and not hasattr(report, "wasxfail") and "gpu" not in item.keywords:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where only GPU tests may skip: {reason}"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""O7: bad input gets a clear error, never a crash, and nothing valid is lost.
+"""C9 (docs/architecture.md): bad input gets a clear error, never a crash, and nothing valid is lost.
 
 Malformed arrays are built by hand (tests/cabi.py), with release callbacks that count their calls:
 when arrowdev refuses an import, the producer's release must still run exactly once (at the

@@ -276,7 +276,7 @@ def _node_null_counts(node) -> list[int]:
 
 @pytest.mark.parametrize("protocol", ["array", "device_array", "stream", "table"])
 def test_nested_null_counts_minus_one_are_computed_on_export(protocol):
-    """O5 below the top: a producer's -1 on children and dictionaries (tests/counting_producer.py:
+    """C6 below the top: a producer's -1 on children and dictionaries (tests/counting_producer.py:
     a, b and c say -1) leaves every export with the counted values."""
     col = ad.column(CountingProducer().capsules())
     if protocol == "stream":

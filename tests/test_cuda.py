@@ -41,7 +41,7 @@ def test_host_device_host_round_trip(name, layout):
     want = source if isinstance(source, pa.ChunkedArray) else pa.chunked_array([source])
     assert back.to_pyarrow().equals(want)
     assert gcol.null_count == want.null_count
-    assert pa.chunked_array(gcol).equals(want)  # CPU protocols copy to host (O6)
+    assert pa.chunked_array(gcol).equals(want)  # CPU protocols copy to host (C8)
 
 
 TABLE = pa.table({"a": pa.chunked_array([[1, 2], [3, None]]), "s": ["x", None, "zz", "w"],
@@ -208,7 +208,7 @@ extern "C" __global__ void slow_write(long long* out, long long n, long long spi
 
 def test_imports_wait_on_the_producer_event(cupy):
     """A producer writes on a slow stream and only signals through its event: arrowdev must never
-    read before it fires (O4)."""
+    read before it fires (C7)."""
     kernel = cupy.RawKernel(_SLOW_WRITE, "slow_write")
     n = 4096
     for _ in range(3):

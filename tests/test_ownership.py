@@ -1,4 +1,4 @@
-"""Ownership invariants O1-O5 (design.md; capsules/container.c C1-C5), shown with a producer whose
+"""Ownership invariants C1-C5 (docs/architecture.md, capsules/container.c), shown with a producer whose
 release callbacks count their calls per node (tests/counting_producer.py)."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_import_moves_the_struct_and_leaves_release_null():
 
 class _MovedChild:
     """A consumer that moves child 0 out of an export (bitwise, as the spec allows), then
-    releases the parent at once: the moved child must stand alone (O2)."""
+    releases the parent at once: the moved child must stand alone (C2)."""
 
     def __init__(self, col: ad.ArrowColumn) -> None:
         _, capsule = col.__arrow_c_device_array__()
@@ -221,7 +221,7 @@ def test_streams_release_the_arrays_never_pulled(balanced):
 
 def test_device_arrays_are_held_without_touching_memory_and_keep_their_device():
     """A CUDA array from a producer is held and re-exported as is: device, id, sync event; the
-    producer's garbage in reserved is tolerated and ours is zeroed (O4, O5). The buffer addresses
+    producer's garbage in reserved is tolerated and ours is zeroed (C4). The buffer addresses
     are fake: touching them would crash, so this also shows nothing reads them."""
     producer = CountingProducer()
     schema, capsule = producer.capsules()

@@ -114,7 +114,7 @@ def test_buffer_info_matches_pyarrow(name, layout):
 # ---- nanoarrow ---------------------------------------------------------------------------------
 
 # nanoarrow 0.9 crashes on string_view / binary_view arrays even from PyArrow alone
-# (design.md lists it among the known peer bugs), so views are left out of the nanoarrow tests.
+# (docs/ownership.md: a known nanoarrow 0.9 bug), so views are left out of the nanoarrow tests.
 NANOARROW_CASES = [n for n in CASES if n not in ("string_view", "binary_view")]
 
 

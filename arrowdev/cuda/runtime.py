@@ -3,7 +3,7 @@
 CuPy is imported only when a GPU feature is used, so arrowdev imports and works on machines
 without CuPy or a GPU; there, GPU features raise :class:`arrowdev.DeviceUnavailableError`.
 
-Sync events (design.md O4) are ``cudaEvent_t*``: the address of memory that holds an event
+Sync events (docs/architecture.md C7) are ``cudaEvent_t*``: the address of memory that holds an event
 handle. :func:`wait_on_events` makes a stream wait on them before arrowdev's work touches the data;
 :func:`synchronize_events` blocks the host before the CPU reads (pinned host memory).
 """

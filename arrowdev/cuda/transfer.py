@@ -11,7 +11,7 @@ that the rows in range use:
   offset and are copied from the buffers' start (their children are referenced out of order).
 
 Execution puts every copy of one call on one stream after waiting on the sources' sync events
-(O4), records one event after them (the results' ``sync_event``), and keeps sources and staging
+(C7), records one event after them (the results' ``sync_event``), and keeps sources and staging
 memory alive until that event fires. Host-to-device copies of pageable memory are staged through
 a small ring of pinned buffers that several threads fill while earlier pieces are already on their
 way to the device (staging.py). Device-to-host copies land in pinned memory directly (the result's

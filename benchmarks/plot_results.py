@@ -1,0 +1,129 @@
+"""Draws the benchmarks' recorded results (benchmarks/results/*.json) as the figures in docs/images/.
+
+    python3 benchmarks/plot_results.py [--results benchmarks/results] [--out docs/images]
+
+- udf_bandwidth.png: numeric UDF bandwidth (bytes read + written per second) against rows, with the
+  device-to-device copy of the same run as the ceiling (bench_udf.py --json);
+- string_udfs.png: string UDF times against device malloc (the cuDF design) and PyArrow on the CPU
+  (bench_string_udf.py --json);
+- transfers.png: host <-> device transfers against the pinned-memory ceiling (bench_transfer.py --json).
+
+Each figure names the machine and where its numbers come from. Needs matplotlib (the ``docs`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+METADATA = {"Software": None}  # no matplotlib version in the PNGs: regenerating them changes only what changed
+
+
+def _caption(record: dict[str, Any]) -> str:
+    """The machine, and whether the figures were measured (when) or transcribed from a document."""
+    source = record["source"]
+    if source == "measured":
+        return f"{record['machine']}, measured {record.get('date') or ''}".strip()
+    transcribed = re.search(r"transcribed from (\S+)", source)
+    return f"{record['machine']}, transcribed from {transcribed[1]}" if transcribed else f"{record['machine']}, {source}"
+
+
+def _save(fig: Any, out: pathlib.Path) -> pathlib.Path:
+    fig.tight_layout()
+    fig.savefig(out, dpi=110, metadata=METADATA)
+    plt.close(fig)
+    return out
+
+
+def plot_udf(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    rows = record["rows"]
+    sizes = sorted({r["rows"] for r in rows})
+    ceiling = {r["rows"]: r["copy_gb_per_s"] for r in rows}
+    ax.plot(sizes, [ceiling[s] for s in sizes], "k--", label="device copy (ceiling)")
+    for udf, marker in (("x*2+1", "o"), ("in list", "s")):
+        for dtype, style in (("float64", "-"), ("int64", ":")):
+            points = sorted((r["rows"], r["gb_per_s"]) for r in rows if r["udf"] == udf and r["dtype"] == dtype)
+            ax.plot(*zip(*points), style, marker=marker, label=f"arrowdev {udf} ({dtype})")
+    cupy = sorted((r["rows"], r["gb_per_s"] * r["arrowdev_ms"] / r["cupy_ms"]) for r in rows
+                  if r["udf"] == "x*2+1" and r["dtype"] == "float64")
+    ax.plot(*zip(*cupy), "-", color="grey", marker="^", label="CuPy x*2+1 (float64)")
+    ax.set_xscale("log")
+    ax.set_xlabel("rows")
+    ax.set_ylabel("GB/s (read + written)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"Numeric UDFs on the GPU\n{_caption(record)}", fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, out)
+
+
+def plot_strings(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
+    rows = record["rows"]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    names = [r["udf"] for r in rows]
+    y = range(len(rows))
+    height = 0.27
+    series = (("arrowdev", "arrowdev_ms", 0), ("device malloc per string (cuDF design)", "device_malloc_ms", 1),
+              ("PyArrow compute (CPU)", "pyarrow_ms", 2))
+    for label, key, i in series:
+        values = [r[key] if r[key] is not None else 0 for r in rows]
+        ax.barh([v + (i - 1) * height for v in y], values, height=height, label=label)
+    ax.set_yticks(list(y), names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel(f"ms for {record.get('strings', 0):,} strings (log scale; lower is better)")
+    ax.set_title(f"String UDFs against their peers\n{_caption(record)}", fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, out)
+
+
+def plot_transfers(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
+    rows = record["rows"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    directions = ["h2d", "d2h"]
+    roles = {"pinned memcpy (ceiling)": "pinned", "arrowdev": "arrowdev", "CuPy, per buffer": "cupy"}
+    width = 0.8 / len(roles)
+    for i, (label, prefix) in enumerate(roles.items()):
+        values = [next(r["gb_per_s"] for r in rows if r["direction"] == d and r["method"].startswith(prefix))
+                  for d in directions]
+        ceiling = prefix == "pinned"
+        ax.bar([x + (i - (len(roles) - 1) / 2) * width for x in range(len(directions))], values, width, label=label,
+               hatch="//" if ceiling else None, color="white" if ceiling else None,
+               edgecolor="black" if ceiling else None)
+    ax.set_xticks(range(len(directions)), ["host -> device", "device -> host"])
+    ax.set_ylabel("GB/s")
+    ax.set_ylim(0, 1.3 * max(r["gb_per_s"] for r in rows))
+    ax.set_title(f"Copies of a {record['bytes'] / 2**30:.2f} GiB table\n{_caption(record)}", fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", ncol=3)
+    return _save(fig, out)
+
+
+PLOTS = {"bench_udf": ("udf_bandwidth.png", plot_udf), "bench_string_udf": ("string_udfs.png", plot_strings),
+         "bench_transfer": ("transfers.png", plot_transfers)}
+
+
+def main(argv: list[str] | None = None) -> list[pathlib.Path]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")
+    parser.add_argument("--out", type=pathlib.Path, default=HERE.parent / "docs" / "images")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (image, plot) in PLOTS.items():
+        record = json.loads((args.results / f"{name}.json").read_text())
+        written.append(plot(record, args.out / image))
+        print(f"{args.out / image}")
+    return written
+
+
+if __name__ == "__main__":
+    main()
