@@ -1,4 +1,5 @@
-# The native core (capsules/) is plain C on the CPython API: a C compiler is all it needs.
+# The native core (capsules/) is plain C: the ownership core (container, check, format, schema, stream)
+# knows no Python; the binding (py_*.c) is on the CPython API. A C compiler is all it needs.
 from setuptools import Extension, setup
 
 setup(
@@ -6,9 +7,9 @@ setup(
         Extension(
             "arrowdev._capsules",
             sources=["capsules/check.c", "capsules/format.c", "capsules/container.c", "capsules/schema.c", "capsules/stream.c",
-                     "capsules/module.c", "capsules/column.c", "capsules/import_module.c", "capsules/stream_module.c"],
-            depends=["capsules/abi.h", "capsules/check.h", "capsules/format.h", "capsules/container.h", "capsules/module.h",
-                     "capsules/path_error.h", "capsules/schema.h", "capsules/stream.h"],
+                     "capsules/py_module.c", "capsules/py_column.c", "capsules/py_import.c", "capsules/py_stream.c"],
+            depends=["capsules/abi.h", "capsules/check.h", "capsules/format.h", "capsules/container.h", "capsules/py_module.h",
+                     "capsules/path_error.h", "capsules/released.h", "capsules/schema.h", "capsules/stream.h"],
             extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
                                 "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
         )

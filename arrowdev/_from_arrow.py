@@ -38,7 +38,7 @@ def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
 
 
 def import_from(obj: Any) -> tuple[DataType | None, Any] | None:
-    """The hot path of :func:`read_arrow`, natively (capsules/import_module.c): for an object whose
+    """The hot path of :func:`read_arrow`, natively (capsules/py_import.c): for an object whose
     first protocol is ``__arrow_c_device_array__`` (PyArrow arrays and record batches), its
     ``(dtype, [held])`` when its type was seen before, else ``(None, what the protocol returned)``;
     None for any other object (nothing called). Pass the result on to :func:`read_arrow_after`."""

@@ -45,7 +45,7 @@ class ArrowColumn(_capsules.ColumnCore):
     Build one with :func:`arrowdev.column` (``ArrowColumn.from_arrow``) from any Arrow producer.
     It exports every Arrow PyCapsule protocol; nothing is copied except where a method says so.
 
-    Its state lives in its native base, ``_capsules.ColumnCore`` (capsules/column.c): ``_type``,
+    Its state lives in its native base, ``_capsules.ColumnCore`` (capsules/py_column.c): ``_type``,
     ``_chunks`` (a list of held arrays) and ``_nulls`` (per chunk, the null count where known;
     None until first needed); :mod:`arrowdev._chunked` is the layer that works on it. The base
     also runs the hot path of ``__arrow_c_device_array__`` and
@@ -398,7 +398,7 @@ class ArrowColumn(_capsules.ColumnCore):
     def __arrow_c_schema__(self) -> Any:
         return self._type.__arrow_c_schema__()
 
-    # __arrow_c_device_array__ and __arrow_c_array__ are ColumnCore's (capsules/column.c): they export
+    # __arrow_c_device_array__ and __arrow_c_array__ are ColumnCore's (capsules/py_column.c): they export
     # one chunk with no request in one native call, and call these two for everything else.
 
     def _arrow_c_device_array(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:

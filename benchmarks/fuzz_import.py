@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
 
-import fuzz_arrow  # noqa: E402
+import fuzz_run  # noqa: E402
 
 
 def main() -> None:
@@ -30,13 +30,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="child processes at a time")
     args = parser.parse_args()
     started = time.perf_counter()
-    figures = fuzz_arrow.run_parallel(args.start, args.cases, args.workers)
+    figures = fuzz_run.run_parallel(args.start, args.cases, args.workers)
     seconds = time.perf_counter() - started
     print(f"cases            {figures.cases} (seeds {args.start}..{args.start + args.cases - 1}), {seconds:.0f} s, "
           f"{figures.cases / seconds:.0f} cases/s with {args.workers} workers")
     print(f"crashes          {len(figures.crashes)} {figures.crashes[:20]}")
     for outcome, count in figures.outcomes.most_common():
         print(f"  {outcome:<45} {count}")
+    for kind, count in figures.error_kinds.most_common():
+        seeds = [seed for seed, outcome in figures.errors if outcome.startswith(kind)][:5]
+        print(f"    {kind:<60} {count} (seeds {seeds})")
     print(f"producer nodes   {figures.nodes} counted; released other than once-if-reachable: {len(figures.unbalanced)}")
     for seed, outcome in figures.unbalanced[:20]:
         print(f"  seed {seed}: {outcome}")

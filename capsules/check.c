@@ -14,6 +14,7 @@
 #include "check.h"
 #include "format.h"
 #include "path_error.h"
+#include "released.h"
 
 static const int64_t kMaxCount = (int64_t)1 << 24; /* children or buffers per node */
 static const size_t kMaxMetadataBytes = (size_t)1 << 31;
@@ -97,7 +98,7 @@ static int schema_children(const struct ArrowSchema* s, const FormatInfo* info, 
 
 static int schema_node(const struct ArrowSchema* s, Walk* w) {
   if (enter_node(s, "ArrowSchema", w)) return -1;
-  if (s->release == NULL) FAIL("the schema is released (release is NULL)");
+  if (ArrowSchemaIsReleased(s)) FAIL("the schema is released (release is NULL)");
   if (s->format == NULL) FAIL("format is NULL");
   if (!utf8_valid(s->format, strlen(s->format))) FAIL("the format string is not valid UTF-8");
   FormatInfo info;
@@ -127,7 +128,7 @@ int schema_check(const struct ArrowSchema* schema, char* err, size_t err_len) {
 
 static int array_node(const struct ArrowArray* a, Walk* w) {
   if (enter_node(a, "ArrowArray", w)) return -1;
-  if (a->release == NULL) FAIL("struct is released (release is NULL)");
+  if (ArrowArrayIsReleased(a)) FAIL("struct is released (release is NULL)");
   if (a->length < 0) FAIL("negative length %lld", (long long)a->length);
   if (a->offset < 0) FAIL("negative offset %lld", (long long)a->offset);
   if (a->offset > INT64_MAX - a->length) FAIL("offset + length overflows");

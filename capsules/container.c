@@ -10,9 +10,10 @@
  *    dictionary) has its own release and its own NodePrivate as private_data, holding its own
  *    container reference. private_data never points into the ArrowArray itself, so a consumer may
  *    move any node out bitwise and release the nodes in any order.
- * C3 Release from anywhere (O3). Counts are C11 atomics. No release path takes a lock or touches
- *    Python, except drop_python_ref for a keep-alive object, which takes the GIL and, during
- *    interpreter finalisation, leaks the reference instead of crashing.
+ * C3 Release from anywhere (O3). Counts are C11 atomics. No release path takes a lock, and this
+ *    file knows no Python: a keepalive object is let go through the hook the binding injects
+ *    (container_set_keepalive_release; the Python binding's takes the GIL and, during interpreter
+ *    finalisation, leaks the reference instead of crashing).
  * C4 Spec hygiene (O5). Every struct we fill is zeroed first, so reserved bytes are zero; every
  *    release sets release to NULL.
  * C5 A parent's release releases the children it still owns (release != NULL), whether or not a
@@ -28,8 +29,18 @@
 #include <string.h>
 
 #include "container.h"
+#include "released.h"
 
 OwnershipStats g_stats;
+
+static _Atomic(KeepaliveRelease) keepalive_release;
+
+void container_set_keepalive_release(KeepaliveRelease release) { atomic_store(&keepalive_release, release); }
+
+static void let_go(void* keepalive) {
+  KeepaliveRelease release = atomic_load(&keepalive_release);
+  if (keepalive != NULL && release != NULL) release(keepalive);
+}
 
 /* The nodes of one export (or one arrowdev-made node) share one allocation, a NodeBlock
  * (container.h): its header, then per node a NodePrivate followed by the node's child structs,
@@ -53,7 +64,7 @@ Container* container_move_from(struct ArrowDeviceArray* src, void* keepalive) {
   Container* c = calloc(1, sizeof *c);
   if (c == NULL) return NULL;
   memcpy(&c->array, src, sizeof *src);
-  src->array.release = NULL;
+  ArrowArrayMarkReleased(&src->array);
   c->keepalive = keepalive;
   atomic_init(&c->refs, 1);
   atomic_fetch_add(&g_stats.imports, 1);
@@ -64,11 +75,11 @@ void container_incref(Container* c) { atomic_fetch_add_explicit(&c->refs, 1, mem
 
 void container_decref(Container* c) {
   if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
-  if (c->array.array.release != NULL) {
+  if (!ArrowArrayIsReleased(&c->array.array)) {
     c->array.array.release(&c->array.array);
     atomic_fetch_add(&g_stats.producer_releases, 1);
   }
-  if (c->keepalive != NULL) drop_python_ref(c->keepalive);
+  let_go(c->keepalive);
   free(c->null_counts);
   free(c);
 }
@@ -109,18 +120,18 @@ static void release_node(struct ArrowArray* array) {
   NodePrivate* p = (NodePrivate*)array->private_data;
   for (int64_t i = 0; i < p->n_children; i++) {
     struct ArrowArray* child = p->children[i];
-    if (child->release != NULL) child->release(child);
+    ArrowArrayReleaseIfLive(child);
   }
-  if (p->dictionary != NULL && p->dictionary->release != NULL) p->dictionary->release(p->dictionary);
+  if (p->dictionary != NULL) ArrowArrayReleaseIfLive(p->dictionary);
   if (p->container != NULL) {
     container_decref(p->container);
     atomic_fetch_sub(&g_stats.exported_nodes, 1);
   } else {
     atomic_fetch_sub(&g_stats.built_nodes, 1);
   }
-  if (p->keepalive != NULL) drop_python_ref(p->keepalive);
+  let_go(p->keepalive);
   NodeBlock* block = p->block;
-  array->release = NULL; /* before the block may go: array itself may live in it */
+  ArrowArrayMarkReleased(array); /* before the block may go: array itself may live in it */
   array->private_data = NULL;
   node_block_release_node(block, &g_stats.node_blocks);
 }

@@ -10,7 +10,7 @@
 typedef struct Container {
   atomic_llong refs;
   struct ArrowDeviceArray array; /* array.array.release is the producer's */
-  void* keepalive;               /* PyObject* or NULL; dropped with the GIL held */
+  void* keepalive;               /* the binding's object (a PyObject*) or NULL; let go by the hook */
   int64_t* null_counts;          /* NULL, or one count per node (tree order, see tree_size) that
                                     exports carry where the producer's node says -1; set once */
 } Container;
@@ -78,8 +78,11 @@ int build_array(int64_t length, int64_t null_count, int64_t offset, int64_t n_bu
                 const void** buffers, int64_t n_children, Container** children,
                 Container* dictionary, void* keepalive, struct ArrowArray* out);
 
-/* Drops a Python reference from any thread: takes the GIL, and leaks on purpose when the
- * interpreter is finalising (touching Python then would crash). Defined in module.c. */
-void drop_python_ref(void* obj);
+/* How a keepalive (a container's or an arrowdev-made node's) is let go when its holder is
+ * released: the language binding's business, injected once at start-up (the Python binding's
+ * drops a reference with the GIL, from any thread, C3). The core never calls the binding
+ * otherwise; with no hook set, keepalives are left alone. */
+typedef void (*KeepaliveRelease)(void* keepalive);
+void container_set_keepalive_release(KeepaliveRelease release);
 
 #endif /* ARROWDEV_CAPSULES_CONTAINER_H */

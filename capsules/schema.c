@@ -22,6 +22,7 @@
 
 #include "container.h"  /* g_stats, NodeBlock */
 #include "path_error.h" /* kMaxDepth */
+#include "released.h"
 #include "schema.h"
 
 /* A copy takes one allocation, a NodeBlock (container.h): its header, then per node a SchemaNode
@@ -38,11 +39,11 @@ typedef struct SchemaNode {
 static void release_schema_copy(struct ArrowSchema* schema) {
   SchemaNode* node = (SchemaNode*)schema->private_data;
   for (int64_t i = 0; i < node->n_children; i++) {
-    if (node->children[i]->release != NULL) node->children[i]->release(node->children[i]);
+    ArrowSchemaReleaseIfLive(node->children[i]);
   }
-  if (node->dictionary != NULL && node->dictionary->release != NULL) node->dictionary->release(node->dictionary);
+  if (node->dictionary != NULL) ArrowSchemaReleaseIfLive(node->dictionary);
   NodeBlock* block = node->block;
-  schema->release = NULL; /* before the block may go: schema itself may live in it */
+  ArrowSchemaMarkReleased(schema); /* before the block may go: schema itself may live in it */
   schema->private_data = NULL;
   node_block_release_node(block, &g_stats.schema_blocks);
 }
@@ -159,7 +160,7 @@ static int metadata_equal(const char* a, const char* b) {
 }
 
 int schema_equal(const struct ArrowSchema* a, const struct ArrowSchema* b) {
-  if (b == NULL || b->release == NULL || b->format == NULL) return 0;
+  if (b == NULL || ArrowSchemaIsReleased(b) || b->format == NULL) return 0;
   if (strcmp(a->format, b->format) != 0 || !strings_equal(a->name, b->name) || a->flags != b->flags) return 0;
   if (a->n_children != b->n_children || (a->dictionary == NULL) != (b->dictionary == NULL)) return 0;
   if (!metadata_equal(a->metadata, b->metadata)) return 0;
@@ -196,7 +197,7 @@ static void key_bytes(SchemaKey* key, const char* bytes, size_t n) {
 }
 
 static int key_node(const struct ArrowSchema* s, int depth, SchemaKey* key) {
-  if (s == NULL || s->release == NULL || s->format == NULL || depth > kMaxDepth) return -1;
+  if (s == NULL || ArrowSchemaIsReleased(s) || s->format == NULL || depth > kMaxDepth) return -1;
   if (s->n_children < 0 || (s->n_children > 0 && s->children == NULL)) return -1;
   key_bytes(key, s->format, strlen(s->format));
   key_bytes(key, s->name, s->name != NULL ? strlen(s->name) : 0);

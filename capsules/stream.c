@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "released.h"
 #include "schema.h"
 #include "stream.h"
 
@@ -27,16 +28,14 @@ static StreamPrivate* stream_private_new(struct ArrowSchema* schema, struct Arro
   if (p == NULL || held == NULL) {
     free(p);
     free(held);
-    if (schema->release != NULL) schema->release(schema);
-    for (int64_t i = 0; i < n; i++) {
-      if (arrays[i].array.release != NULL) arrays[i].array.release(&arrays[i].array);
-    }
+    ArrowSchemaReleaseIfLive(schema);
+    for (int64_t i = 0; i < n; i++) ArrowArrayReleaseIfLive(&arrays[i].array);
     return NULL;
   }
   memcpy(&p->schema, schema, sizeof *schema);
-  schema->release = NULL;
+  ArrowSchemaMarkReleased(schema);
   memcpy(held, arrays, (size_t)n * sizeof *held);
-  for (int64_t i = 0; i < n; i++) arrays[i].array.release = NULL;
+  for (int64_t i = 0; i < n; i++) ArrowArrayMarkReleased(&arrays[i].array);
   p->arrays = held;
   p->n_arrays = n;
   atomic_fetch_add(&g_stats.exported_streams, 1);
@@ -45,9 +44,9 @@ static StreamPrivate* stream_private_new(struct ArrowSchema* schema, struct Arro
 
 static void stream_private_free(StreamPrivate* p) {
   for (int64_t i = p->next; i < p->n_arrays; i++) {
-    if (p->arrays[i].array.release != NULL) p->arrays[i].array.release(&p->arrays[i].array);
+    ArrowArrayReleaseIfLive(&p->arrays[i].array);
   }
-  if (p->schema.release != NULL) p->schema.release(&p->schema);
+  ArrowSchemaReleaseIfLive(&p->schema);
   free(p->arrays);
   free(p);
   atomic_fetch_sub(&g_stats.exported_streams, 1);
@@ -73,14 +72,14 @@ static int device_get_next(struct ArrowDeviceArrayStream* s, struct ArrowDeviceA
   memset(out, 0, sizeof *out);
   if (next != NULL) {
     memcpy(out, next, sizeof *out);
-    next->array.release = NULL;
+    ArrowArrayMarkReleased(&next->array);
   }
   return 0;
 }
 static const char* device_last_error(struct ArrowDeviceArrayStream* s) { return device_private(s)->last_error; }
 static void device_release(struct ArrowDeviceArrayStream* s) {
   stream_private_free(device_private(s));
-  s->release = NULL;
+  ArrowDeviceArrayStreamMarkReleased(s);
 }
 
 int export_device_stream(struct ArrowSchema* schema, struct ArrowDeviceArray* arrays, int64_t n,
@@ -106,14 +105,14 @@ static int cpu_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
   memset(out, 0, sizeof *out);
   if (next != NULL) {
     memcpy(out, &next->array, sizeof *out);
-    next->array.release = NULL;
+    ArrowArrayMarkReleased(&next->array);
   }
   return 0;
 }
 static const char* cpu_last_error(struct ArrowArrayStream* s) { return cpu_private(s)->last_error; }
 static void cpu_release(struct ArrowArrayStream* s) {
   stream_private_free(cpu_private(s));
-  s->release = NULL;
+  ArrowArrayStreamMarkReleased(s);
 }
 
 int export_array_stream(struct ArrowSchema* schema, struct ArrowDeviceArray* arrays, int64_t n,

@@ -14,9 +14,8 @@ device fields. Nothing lies about a buffer's size (a longer length, a wider form
 bytes): no consumer can catch that (docs/validation.md), and such a case would crash whatever
 reads it.
 
-:func:`run_batch` runs many seeds in one child process, which prints a line before and after each
-case, so a crash names its seed; the parent starts a new child after the crashed case.
-``python3 tests/fuzz_arrow.py SEED`` reruns one case here, in this process, and says what it did.
+:mod:`fuzz_run` runs many seeds in child processes. ``python3 tests/fuzz_arrow.py SEED`` reruns
+one case here, in this process, and says what it did (``ARROWDEV_FUZZ_VERBOSE=1``: before it runs).
 """
 
 from __future__ import annotations
@@ -25,13 +24,10 @@ import ctypes
 import gc
 import os
 import random
-import subprocess
 import sys
-from collections import Counter
 from ctypes import POINTER, c_int, c_void_p
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -128,6 +124,7 @@ class ArrayNode(_Node):
         n, k = source.n_children, source.n_buffers
         self.kids = [ArrayNode(source.children[i].contents) for i in range(n)]
         self.dictionary = ArrayNode(source.dictionary.contents) if source.dictionary else None
+        self.rows = source.offset + source.length  # the rows behind the buffers
         # one spare NULL slot after the buffers and the children: a count raised by one reads it
         self._buffers = (c_void_p * (k + 2))(*[source.buffers[i] for i in range(k)])
         self._pointers = (POINTER(ArrowArray) * (n + 2))(*[ctypes.pointer(kid.struct) for kid in self.kids])
@@ -298,6 +295,8 @@ def _array_mutation(r: random.Random, node: ArrayNode, ancestors: list, log: lis
                      "buffer", "n_children", "children", "child", "released_child", "dictionary", "share", "cycle",
                      "released", "overflow"])
     kids = [i for i, k in enumerate(node.kids) if k is not None]
+    if what in ("shorter", "shift") and (a.length > node.rows or a.offset >= 2**62):
+        return  # after "overflow": it would leave rows past the buffers that nothing betrays (undetectable)
     if what == "length":
         a.length = r.choice([-1, -2**63])
     elif what == "shorter" and a.length > 0:
@@ -527,6 +526,8 @@ def run_case(seed: int) -> tuple[str, Case]:
     all_nodes = schema.walk() + top.walk()
     expected = {**schema.expected_releases(), **top.expected_releases()}
     before = ad.debug.ownership_stats()["live_containers"]
+    if os.environ.get("ARROWDEV_FUZZ_VERBOSE"):  # the story before the end, for a case that crashes
+        print(" | ".join(case.log), file=sys.stderr, flush=True)
     try:
         col = _import(r, schema, top, case)
     except ad.InvalidArrowError as e:
@@ -552,108 +553,6 @@ def run_case(seed: int) -> tuple[str, Case]:
         outcome = f"UNBALANCED {wrong[:4]} live containers {before}->{after}; was: {outcome}"
     del pa_schema, pa_array
     return outcome, case
-
-
-# ---- running many cases: a child process per batch ------------------------------------------
-
-
-@dataclass
-class Figures:
-    cases: int = 0
-    crashes: list = field(default_factory=list)  # (seed, exit status)
-    outcomes: Counter = field(default_factory=Counter)
-    unbalanced: list = field(default_factory=list)
-    wrong: list = field(default_factory=list)
-    nodes: int = 0  # producer nodes whose releases were counted
-    errors: list = field(default_factory=list)  # a few of the Python errors raised after an import
-
-    def merge(self, other: Figures) -> None:
-        self.cases += other.cases
-        self.crashes += other.crashes
-        self.outcomes += other.outcomes
-        self.unbalanced += other.unbalanced
-        self.wrong += other.wrong
-        self.nodes += other.nodes
-        self.errors += other.errors
-
-    def add(self, seed: int, outcome: str) -> None:
-        self.cases += 1
-        kind = outcome.split(":")[0].split(" (")[0]
-        self.outcomes[kind] += 1
-        if outcome.startswith("UNBALANCED"):
-            self.unbalanced.append((seed, outcome))
-        if outcome.startswith("WRONG"):
-            self.wrong.append((seed, outcome))
-        if outcome.startswith("error") and len(self.errors) < 200:
-            self.errors.append((seed, outcome))
-
-
-def _child_main(start: int, stop: int) -> None:
-    crash_seed = int(os.environ.get("ARROWDEV_FUZZ_CRASH_SEED", "-1"))  # tests of the harness itself
-    import arrowdev  # noqa: F401  (and all it imports: then frozen, so that each case's collection is quick)
-
-    gc.collect()
-    gc.freeze()
-    for seed in range(start, stop):
-        print("START", seed, flush=True)
-        if seed == crash_seed:
-            ctypes.string_at(0)
-        outcome, case = run_case(seed)
-        gc.freeze()  # what is left is lazily imported modules and caches: not to be scanned again
-        print("DONE", seed, case.nodes, outcome.replace("\n", " "), flush=True)
-
-
-def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) -> None:
-    """Runs seeds [start, start + count) in child processes; a crash is recorded with its seed
-    and the seeds after it run in a new child."""
-    here = Path(__file__).parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parent), str(here), os.environ.get("PYTHONPATH", "")])}
-    stop = start + count
-    while start < stop:
-        code = f"import fuzz_arrow; fuzz_arrow._child_main({start}, {stop})"
-        try:
-            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout,
-                                  cwd=here.parent)
-            stdout, status = done.stdout, done.returncode
-        except subprocess.TimeoutExpired as e:
-            stdout, status = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"
-        else:
-            if status > 0:  # a Python exception escaped the harness: a bug of the fuzzer, not a crash
-                raise RuntimeError(f"the fuzzer failed in its child: {done.stderr[-3000:]}")
-        last = None
-        for line in stdout.splitlines():
-            tag, _, rest = line.partition(" ")
-            seed_text, _, rest = rest.partition(" ")
-            if tag == "START":
-                last = int(seed_text)
-            elif tag == "DONE":
-                nodes, _, outcome = rest.partition(" ")
-                figures.add(int(seed_text), outcome)
-                figures.nodes += int(nodes)
-                last = None
-                start = int(seed_text) + 1
-        if status == 0 and last is None:
-            return
-        if last is None:  # died between cases, or before the first: count it on the next seed
-            last = start
-        figures.cases += 1
-        figures.crashes.append((last, status))
-        start = last + 1
-
-
-def run_parallel(start: int, count: int, workers: int = 2) -> Figures:
-    """run_batch over [start, start + count) split between `workers` child processes at a time."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    bounds = [start + count * i // workers for i in range(workers + 1)]
-    parts = [Figures() for _ in range(workers)]
-    with ThreadPoolExecutor(workers) as pool:
-        for done in [pool.submit(run_batch, lo, hi - lo, part) for lo, hi, part in zip(bounds, bounds[1:], parts)]:
-            done.result()
-    total = Figures()
-    for part in parts:
-        total.merge(part)
-    return total
 
 
 if __name__ == "__main__":  # python3 tests/fuzz_arrow.py SEED: one case, here, with its story

@@ -543,14 +543,22 @@ def test_device_fields_are_checked_at_import(device_type, device_id, message):
 
 
 def test_stream_without_callbacks_is_refused_and_released():
-    stream = FailingStream()
-    stream.struct.get_next = None
-    capsule = stream.capsule()
-    with pytest.raises(ad.InvalidArrowError, match="get_next or get_last_error is NULL"):
-        ad.column(capsule)
-    del capsule
-    gc.collect()
-    assert stream.releases == 1
+    out = run_in_child("""
+from cabi import ArrowArrayStream, RELEASE_STREAM, make_capsule
+calls = []
+@RELEASE_STREAM
+def release(address):
+    calls.append(address)
+    ArrowArrayStream.from_address(address).release = None
+stream = ArrowArrayStream(None, None, None, ctypes.cast(release, ctypes.c_void_p).value, None)  # no callbacks
+capsule = make_capsule(stream, "arrow_array_stream")
+attempt(lambda: ad.column(capsule))
+del capsule
+gc.collect()
+print("releases", len(calls))
+""")
+    assert out.splitlines() == ["refused: malformed stream: get_schema, get_next or get_last_error is NULL",
+                                "releases 1"]
 
 
 class MalformedArrayStream(FailingStream):
@@ -572,3 +580,95 @@ def test_stream_yielding_a_malformed_array_is_refused_and_everything_released():
         ad.column(stream.capsule())
     gc.collect()
     assert stream.releases == 1 and [a.releases for a in stream.arrays] == [1, 1]
+
+
+# ---- GPU: out of device memory, and a producer's bogus sync event (run by the lead on a GPU) ----
+# Each runs inside ad.debug.leak_check() (conftest.py): an error must leave nothing allocated.
+
+@pytest.fixture
+def small_pool():
+    """arrowdev's device pool limited to 1 MiB for the test, then unlimited again."""
+    from arrowdev.cuda import memory
+
+    pool = memory.pool()
+    pool.free_all_blocks()
+    pool.set_limit(size=1 << 20)
+    yield pool
+    pool.set_limit(size=0)  # CuPy: 0 is no limit
+    pool.free_all_blocks()
+
+
+@pytest.mark.gpu
+def test_to_device_out_of_memory_is_a_memory_error_and_loses_nothing(small_pool):
+    data = pa.array(np.arange(1 << 20, dtype=np.int64))  # 8 MiB
+    col = ad.column(data)
+    with pytest.raises(MemoryError, match="(?i)out of memory"):
+        col.to_device()
+    assert col.to_pyarrow().equals(pa.chunked_array([data]))  # the source is untouched
+    small_pool.set_limit(size=0)
+    assert col.to_device().to_host().to_pyarrow().equals(pa.chunked_array([data]))  # and works once memory is there
+
+
+@pytest.mark.gpu
+def test_udf_output_out_of_memory_is_a_memory_error_and_loses_nothing(small_pool):
+    small_pool.set_limit(size=0)
+    data = np.arange(1 << 18, dtype=np.float64)  # 2 MiB in, 2 MiB out
+    gcol = ad.column(pa.array(data)).to_device()
+    small_pool.free_all_blocks()  # no cached block may serve the output
+    small_pool.set_limit(size=small_pool.total_bytes() + (1 << 16))
+    with pytest.raises(MemoryError):
+        gcol.apply(lambda x: x * 2 + 1)
+    small_pool.set_limit(size=0)
+    assert gcol.to_pylist() == data.tolist()
+    assert gcol.apply(lambda x: x * 2 + 1).to_pylist() == (data * 2 + 1).tolist()
+
+
+@pytest.mark.gpu
+def test_string_arena_out_of_memory_is_a_memory_error_and_loses_nothing(small_pool):
+    small_pool.set_limit(size=0)
+    words = ["arrow", None, "développeur", "x" * 40] * 20000
+    gcol = ad.column(pa.array(words)).to_device()
+    small_pool.free_all_blocks()  # no cached block may serve the output
+    small_pool.set_limit(size=small_pool.total_bytes() + (1 << 16))
+    with pytest.raises(MemoryError):
+        gcol.apply(lambda s: s.upper() + "!")
+    small_pool.set_limit(size=0)
+    assert gcol.to_pylist() == words
+    assert gcol.apply(lambda s: s.upper() + "!").to_pylist() == [None if w is None else w.upper() + "!" for w in words]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("event", ["null handle", "destroyed event", "never an event"])
+def test_a_producers_bogus_sync_event_gives_a_clear_error(event):
+    # in a child process: a CUDA driver that crashes on a bad handle fails this test, not the run
+    out = run_in_child(f"""
+import cupy as cp
+from cabi import ArrowDeviceArray, RELEASE_ARRAY, make_capsule
+values = cp.arange(4, dtype=cp.int32)
+producer = ArrayProducer(4, [0, values.data.ptr])
+kind = {event!r}
+if kind == "destroyed event":
+    e = cp.cuda.Event()
+    e.record()
+    handle = ctypes.c_void_p(e.ptr)
+    del e
+    gc.collect()
+else:
+    handle = ctypes.c_void_p(0 if kind == "null handle" else 0x7A11BEEF)
+device = ArrowDeviceArray(array=producer.array, device_id=0, device_type=2, sync_event=ctypes.addressof(handle))
+producer.array.release = RELEASE_ARRAY()
+col = ad.column((pa.int32().__arrow_c_schema__(), make_capsule(device, "arrow_device_array")))
+attempt(lambda: print(col.to_pylist()))
+del col
+gc.collect()
+print("releases", producer.releases)
+""")
+    lines = out.splitlines()
+    refused = lines[0].startswith("refused: the producer's sync_event holds")
+    if event == "null handle":  # a NULL cudaEvent_t: nothing to wait for
+        assert lines[:2] == ["[0, 1, 2, 3]", "accepted"]
+    elif event == "destroyed event":  # CUDA may refuse the stale handle, or still find it fired
+        assert refused or lines[:2] == ["[0, 1, 2, 3]", "accepted"], out
+    else:  # a value CUDA never handed out: refused (if the driver dies instead, no consumer can guard it)
+        assert refused, out
+    assert lines[-1] == "releases 1"

@@ -509,7 +509,7 @@ def test_requested_schema_equal_to_native_is_zero_copy():
     assert _addresses(got) == _addresses(source)
 
 
-# ---- ArrowColumn's native base (capsules/column.c) -----------------------------------------------
+# ---- ArrowColumn's native base (capsules/py_column.c) -----------------------------------------------
 
 
 def test_the_native_import_makes_a_column_that_behaves_as_any(balanced):

@@ -10,6 +10,7 @@ import os
 import pytest
 
 import fuzz_arrow
+import fuzz_run
 
 # About 20 s on two busy cores; the seeds are fixed so a failure reproduces with
 # `python3 tests/fuzz_arrow.py SEED`.
@@ -17,7 +18,7 @@ CI_CASES = int(os.environ.get("ARROWDEV_FUZZ_CASES", "6000"))
 
 
 def test_fuzzed_structs_never_crash_and_every_node_is_released_once():
-    figures = fuzz_arrow.run_parallel(0, CI_CASES, workers=2)
+    figures = fuzz_run.run_parallel(0, CI_CASES, workers=2)
     assert figures.cases == CI_CASES
     assert figures.crashes == [], f"crashed on seeds {figures.crashes}: rerun with python3 tests/fuzz_arrow.py SEED"
     assert figures.unbalanced == []
@@ -29,8 +30,8 @@ def test_fuzzed_structs_never_crash_and_every_node_is_released_once():
 
 def test_the_harness_counts_a_crash_and_goes_on(monkeypatch):
     monkeypatch.setenv("ARROWDEV_FUZZ_CRASH_SEED", "3")
-    figures = fuzz_arrow.Figures()
-    fuzz_arrow.run_batch(0, 6, figures)
+    figures = fuzz_run.Figures()
+    fuzz_run.run_batch(0, 6, figures)
     assert [seed for seed, _ in figures.crashes] == [3]
     assert figures.cases == 6  # the five others ran, in a second child
 

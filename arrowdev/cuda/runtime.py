@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import DeviceUnavailableError
+from ..errors import DeviceUnavailableError, InvalidArrowError
 
 _lock = threading.Lock()
 _streams: dict[int, Any] = {}
@@ -108,7 +108,7 @@ def wait_on_events(stream: Any, events: Iterable[int]) -> None:
     runtime = cupy().cuda.runtime
     for handle in _event_handles(events):
         if handle:
-            runtime.streamWaitEvent(stream.ptr, handle, 0)
+            _on_event(handle, runtime.streamWaitEvent, stream.ptr, handle, 0)
 
 
 def synchronize_events(events: Iterable[int]) -> None:
@@ -117,7 +117,15 @@ def synchronize_events(events: Iterable[int]) -> None:
     if handles:
         runtime = cupy().cuda.runtime
         for handle in handles:
-            runtime.eventSynchronize(handle)
+            _on_event(handle, runtime.eventSynchronize, handle)
+
+
+def _on_event(handle: int, call: Any, *args: Any) -> None:
+    """A CUDA call on a producer's event; a handle CUDA refuses is the producer's error."""
+    try:
+        call(*args)
+    except cupy().cuda.runtime.CUDARuntimeError as e:
+        raise InvalidArrowError(f"the producer's sync_event holds {handle:#x}, which CUDA refuses as an event: {e}") from e
 
 
 class SyncEvent:

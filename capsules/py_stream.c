@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "module.h"
+#include "py_module.h"
+#include "released.h"
 #include "stream.h"
 
 /* ---- CArrayStream (import) ------------------------------------------------------------- */
@@ -18,12 +19,12 @@ typedef struct {
 
 
 static int stream_is_live(CArrayStreamObject* self) {
-  return self->is_device ? self->device.release != NULL : self->cpu.release != NULL;
+  return self->is_device ? !ArrowDeviceArrayStreamIsReleased(&self->device) : !ArrowArrayStreamIsReleased(&self->cpu);
 }
 
 static void stream_release(CArrayStreamObject* self) {
-  if (self->is_device && self->device.release != NULL) self->device.release(&self->device);
-  if (!self->is_device && self->cpu.release != NULL) self->cpu.release(&self->cpu);
+  if (self->is_device) ArrowDeviceArrayStreamReleaseIfLive(&self->device);
+  else ArrowArrayStreamReleaseIfLive(&self->cpu);
 }
 
 static PyObject* stream_error(CArrayStreamObject* self, const char* what, int code) {
@@ -41,7 +42,7 @@ static PyObject* CArrayStream_get_schema(CArrayStreamObject* self, PyObject* unu
   Py_BEGIN_ALLOW_THREADS;
   rc = self->is_device ? self->device.get_schema(&self->device, schema) : self->cpu.get_schema(&self->cpu, schema);
   Py_END_ALLOW_THREADS;
-  if (rc != 0 || schema->release == NULL) {
+  if (rc != 0 || ArrowSchemaIsReleased(schema)) {
     free(schema);
     return rc ? stream_error(self, "get_schema", rc) : PyErr_Format(InvalidArrowError, "get_schema returned a released schema");
   }
@@ -68,14 +69,14 @@ static PyObject* CArrayStream_get_next(CArrayStreamObject* self, PyObject* unuse
   }
   Py_END_ALLOW_THREADS;
   if (rc != 0) return stream_error(self, "get_next", rc);
-  if (next.array.release == NULL) Py_RETURN_NONE; /* end of stream */
+  if (ArrowArrayIsReleased(&next.array)) Py_RETURN_NONE; /* end of stream */
   if (self->is_device && next.device_type != self->device.device_type) {
     next.array.release(&next.array);
     return PyErr_Format(InvalidArrowError, "get_next returned an array of device type %d from a stream of device type %d",
                         (int)next.device_type, (int)self->device.device_type);
   }
   PyObject* out = hold(&next, NULL);
-  if (out == NULL && next.array.release != NULL) { /* refused: released here, the error kept aside, as the
+  if (out == NULL && !ArrowArrayIsReleased(&next.array)) { /* refused: released here, the error kept aside, as the
                                                       producer's release may run Python (ctypes) */
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
@@ -127,8 +128,7 @@ PyObject* import_stream(PyObject* module, PyObject* capsule) {
   int is_device = name != NULL && strcmp(name, "arrow_device_array_stream") == 0;
   void* src = capsule_struct(capsule, is_device ? "arrow_device_array_stream" : "arrow_array_stream");
   if (src == NULL) return NULL;
-  int released = is_device ? ((struct ArrowDeviceArrayStream*)src)->release == NULL
-                           : ((struct ArrowArrayStream*)src)->release == NULL;
+  int released = is_device ? ArrowDeviceArrayStreamIsReleased(src) : ArrowArrayStreamIsReleased(src);
   if (released) {
     PyErr_SetString(InvalidArrowError, "the stream was already consumed or released (release is NULL)");
     return NULL;
@@ -150,10 +150,10 @@ PyObject* import_stream(PyObject* module, PyObject* capsule) {
   memset(&self->device, 0, sizeof self->device);
   if (is_device) {
     memcpy(&self->device, src, sizeof self->device);
-    ((struct ArrowDeviceArrayStream*)src)->release = NULL;
+    ArrowDeviceArrayStreamMarkReleased(src);
   } else {
     memcpy(&self->cpu, src, sizeof self->cpu);
-    ((struct ArrowArrayStream*)src)->release = NULL;
+    ArrowArrayStreamMarkReleased(src);
   }
   return (PyObject*)self;
 }
@@ -165,7 +165,7 @@ PyObject* export_stream(PyObject* module, PyObject* args) {
   if (!PyArg_ParseTuple(args, "OOp|i", &schema_capsule, &arrays, &device, &device_type)) return NULL;
   struct ArrowSchema* schema = capsule_struct(schema_capsule, "arrow_schema");
   if (schema == NULL) return NULL;
-  if (schema->release == NULL) return PyErr_Format(PyExc_ValueError, "the schema capsule was already consumed");
+  if (ArrowSchemaIsReleased(schema)) return PyErr_Format(PyExc_ValueError, "the schema capsule was already consumed");
   Py_ssize_t n;
   Container** held = containers_of(arrays, &n);
   if (held == NULL) return NULL;
@@ -200,9 +200,9 @@ PyObject* export_stream(PyObject* module, PyObject* args) {
   }
   if (capsule == NULL) {
     for (Py_ssize_t i = 0; i < n; i++) {
-      if (exported[i].array.release != NULL) exported[i].array.release(&exported[i].array);
+      ArrowArrayReleaseIfLive(&exported[i].array);
     }
-    if (schema->release != NULL) schema->release(schema);
+    ArrowSchemaReleaseIfLive(schema);
     if (!PyErr_Occurred()) PyErr_NoMemory();
   }
   free(exported);

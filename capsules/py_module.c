@@ -2,12 +2,12 @@
  *
  * CDeviceArray   one container (container.c) seen from Python: its top node's fields, slices,
  *                children and exports as PyCapsules.
- * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream (stream_module.c).
- * ColumnCore     the native base of arrowdev.ArrowColumn: its state and its hot exports (column.c).
+ * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream (py_stream.c).
+ * ColumnCore     the native base of arrowdev.ArrowColumn: its state and its hot exports (py_column.c).
  * functions      build, copy_schema, export_schema, capsule_name, ownership_stats; the import
  *                ones (import_array, import_device_array, import_pair, import_from, schema_key)
- *                are in import_module.c, the stream ones (import_stream, export_stream) in
- *                stream_module.c.
+ *                are in py_import.c, the stream ones (import_stream, export_stream) in
+ *                py_stream.c.
  *
  * Capsules follow the PyCapsule interface: names arrow_schema, arrow_array, arrow_device_array,
  * arrow_array_stream, arrow_device_array_stream; the destructor calls release when the capsule
@@ -21,13 +21,15 @@
 
 #include "check.h"
 #include "container.h"
-#include "module.h"
+#include "py_module.h"
+#include "released.h"
 #include "schema.h"
 #include "stream.h"
 
 PyObject* InvalidArrowError; /* arrowdev.errors.InvalidArrowError */
 
-void drop_python_ref(void* obj) {
+/* The keepalive hook of the core (container.h): drops a Python reference from any thread. */
+static void drop_python_ref(void* obj) {
 #if PY_VERSION_HEX >= 0x030D0000
   int finalizing = Py_IsFinalizing();
 #else
@@ -44,31 +46,31 @@ void drop_python_ref(void* obj) {
 void schema_capsule_free(PyObject* capsule) {
   struct ArrowSchema* s = PyCapsule_GetPointer(capsule, "arrow_schema");
   if (s == NULL) return PyErr_WriteUnraisable(capsule);
-  if (s->release != NULL) s->release(s);
+  ArrowSchemaReleaseIfLive(s);
   free(s);
 }
 static void array_capsule_free(PyObject* capsule) {
   struct ArrowArray* a = PyCapsule_GetPointer(capsule, "arrow_array");
   if (a == NULL) return PyErr_WriteUnraisable(capsule);
-  if (a->release != NULL) a->release(a);
+  ArrowArrayReleaseIfLive(a);
   free(a);
 }
 static void device_array_capsule_free(PyObject* capsule) {
   struct ArrowDeviceArray* a = PyCapsule_GetPointer(capsule, "arrow_device_array");
   if (a == NULL) return PyErr_WriteUnraisable(capsule);
-  if (a->array.release != NULL) a->array.release(&a->array);
+  ArrowArrayReleaseIfLive(&a->array);
   free(a);
 }
 void stream_capsule_free(PyObject* capsule) {
   struct ArrowArrayStream* s = PyCapsule_GetPointer(capsule, "arrow_array_stream");
   if (s == NULL) return PyErr_WriteUnraisable(capsule);
-  if (s->release != NULL) s->release(s);
+  ArrowArrayStreamReleaseIfLive(s);
   free(s);
 }
 void device_stream_capsule_free(PyObject* capsule) {
   struct ArrowDeviceArrayStream* s = PyCapsule_GetPointer(capsule, "arrow_device_array_stream");
   if (s == NULL) return PyErr_WriteUnraisable(capsule);
-  if (s->release != NULL) s->release(s);
+  ArrowDeviceArrayStreamReleaseIfLive(s);
   free(s);
 }
 
@@ -198,7 +200,7 @@ static PyObject* CDeviceArray_check(CDeviceArrayObject* self, PyObject* arg) {
 static PyObject* hold_export(struct ArrowDeviceArray* exported, int rc) {
   if (rc) return PyErr_NoMemory();
   PyObject* out = hold(exported, NULL);
-  if (out == NULL && exported->array.release != NULL) exported->array.release(&exported->array);
+  if (out == NULL) ArrowArrayReleaseIfLive(&exported->array);
   return out;
 }
 
@@ -502,14 +504,14 @@ static PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs) {
   made.device_id = device_id;
   made.sync_event = sync_event == Py_None ? NULL : PyLong_AsVoidPtr(sync_event);
   PyObject* out = hold(&made, NULL);
-  if (out == NULL && made.array.release != NULL) made.array.release(&made.array);
+  if (out == NULL) ArrowArrayReleaseIfLive(&made.array);
   return out;
 }
 
 static PyObject* copy_schema(PyObject* module, PyObject* capsule) {
   struct ArrowSchema* src = capsule_struct(capsule, "arrow_schema");
   if (src == NULL) return NULL;
-  if (src->release == NULL) return PyErr_Format(InvalidArrowError, "the schema capsule was already consumed");
+  if (ArrowSchemaIsReleased(src)) return PyErr_Format(InvalidArrowError, "the schema capsule was already consumed");
   return check_schema_tree(src) ? NULL : schema_capsule_copy(src);
 }
 
@@ -562,6 +564,7 @@ PyMODINIT_FUNC PyInit__capsules(void) {
   if (PyType_Ready(&CDeviceArrayType) < 0 || PyType_Ready(&CArrayStreamType) < 0 || PyType_Ready(&ColumnCoreType) < 0) {
     return NULL;
   }
+  container_set_keepalive_release(drop_python_ref);
   PyObject* errors = PyImport_ImportModule("arrowdev.errors");
   if (errors == NULL) return NULL;
   InvalidArrowError = PyObject_GetAttrString(errors, "InvalidArrowError");

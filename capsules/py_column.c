@@ -7,7 +7,7 @@
  * column is Python.
  *
  * What is native is the hot path of the exchange (benchmarks/bench_exchange.py), nothing more:
- * - column_from (import_module.c) makes a column of one chunk straight from an import, without
+ * - column_from (py_import.c) makes a column of one chunk straight from an import, without
  *   running Python.
  * - __arrow_c_device_array__ / __arrow_c_array__ with no requested schema and no keyword argument,
  *   for a column of one chunk whose exports already carry computed null counts (C6) and, for the
@@ -21,7 +21,7 @@
  */
 #include <stddef.h>
 
-#include "module.h"
+#include "py_module.h"
 #include "schema.h"
 
 #include <structmember.h>

@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "module.h"
+#include "released.h"
+#include "py_module.h"
 #include "schema.h"
 
 /* 1 when the CPU may read the array's buffers now: CPU memory with no event to wait for. */
@@ -21,7 +22,7 @@ static int host_readable(const struct ArrowDeviceArray* a) {
  * InvalidArrowError naming the problem (O7). */
 static int check_holdable(const struct ArrowDeviceArray* src, const struct ArrowSchema* schema) {
   char err[1200];
-  if (src->array.release == NULL) {
+  if (ArrowArrayIsReleased(&src->array)) {
     PyErr_SetString(InvalidArrowError, "the array was already consumed or released (release is NULL)");
     return -1;
   }
@@ -76,7 +77,7 @@ static PyObject* import_capsule(PyObject* capsule, int device, const struct Arro
   wrapped.device_id = -1;
   if (check_holdable(&wrapped, schema)) return NULL;
   PyObject* out = move_in(&wrapped, NULL);
-  if (out != NULL) src->release = NULL; /* moved */
+  if (out != NULL) ArrowArrayMarkReleased(src); /* moved */
   return out;
 }
 
@@ -90,7 +91,7 @@ PyObject* import_array(PyObject* module, PyObject* capsule) { return import_caps
 static const struct ArrowSchema* schema_in(PyObject* capsule) {
   if (!PyCapsule_IsValid(capsule, "arrow_schema")) return NULL;
   const struct ArrowSchema* schema = PyCapsule_GetPointer(capsule, "arrow_schema");
-  return schema != NULL && schema->release != NULL ? schema : NULL;
+  return schema != NULL && !ArrowSchemaIsReleased(schema) ? schema : NULL;
 }
 
 /* The types of the last few schemas looked up, each with the address of its own schema (valid
@@ -221,7 +222,7 @@ static void decref_keeping_error(PyObject* obj) {
  * protocol in arrowdev's order is __arrow_c_device_array__, as PyArrow arrays and record batches
  * are. Calls it with no arguments, then imports the pair as import_pair does: when known_types
  * knows the schema, (dtype, [held]), or with column_type (ColumnCore or a subclass: ArrowColumn)
- * a new column of that type over the one chunk (column.c, no Python runs); else (None, what the
+ * a new column of that type over the one chunk (py_column.c, no Python runs); else (None, what the
  * method returned) for the caller to go on with. None when obj is not such an object: nothing
  * was called. */
 PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {

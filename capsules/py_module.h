@@ -1,4 +1,6 @@
-/* What the Python bindings of the native core share between module.c and stream_module.c. */
+/* The Python binding of the native core (the py_*.c files: py_module.c, py_import.c, py_stream.c,
+ * py_column.c): what they share. The core itself (container.c, check.c, format.c, schema.c,
+ * stream.c) includes no Python header and calls nothing here. */
 #ifndef ARROWDEV_CAPSULES_MODULE_H
 #define ARROWDEV_CAPSULES_MODULE_H
 
@@ -11,7 +13,7 @@ typedef struct {
   PyObject_HEAD Container* container;
 } CDeviceArrayObject;
 
-/* arrowdev.ArrowColumn's native half (column.c). */
+/* arrowdev.ArrowColumn's native half (py_column.c). */
 typedef struct {
   PyObject_HEAD PyObject* type;       /* a DataType (_type) */
   PyObject* chunks;                   /* a list of CDeviceArray (_chunks) */
@@ -26,11 +28,11 @@ extern PyTypeObject CArrayStreamType;
 extern PyTypeObject ColumnCoreType;
 
 /* A new column of `type` (ColumnCore or a subclass) of one chunk, held (a CDeviceArray), of type
- * dtype, whose ArrowSchema is schema (kept alive by dtype); no Python __init__ runs (column.c). */
+ * dtype, whose ArrowSchema is schema (kept alive by dtype); no Python __init__ runs (py_column.c). */
 PyObject* column_from(PyTypeObject* type, PyObject* dtype, const struct ArrowSchema* schema, PyObject* held);
 
 /* The (schema, array) capsule pair exporting a held array with this top null count (-1: its own),
- * the schema a copy of *schema; None when its null counts are to be computed first (module.c). */
+ * the schema a copy of *schema; None when its null counts are to be computed first (py_module.c). */
 PyObject* export_pair_of(CDeviceArrayObject* self, const struct ArrowSchema* schema, int device,
                          long long null_count);
 
@@ -45,23 +47,23 @@ void* capsule_struct(PyObject* capsule, const char* expected);
 /* A new CDeviceArray owning the reference c (dropped on failure). */
 PyObject* wrap_container(Container* c);
 
-/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved (import_module.c). */
+/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved (py_import.c). */
 PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive);
 
-/* 0 when a producer's schema tree passes schema_check, else -1 with InvalidArrowError (import_module.c). */
+/* 0 when a producer's schema tree passes schema_check, else -1 with InvalidArrowError (py_import.c). */
 int check_schema_tree(const struct ArrowSchema* schema);
 
 /* A sequence of CDeviceArray as a new C array of their containers (borrowed), or NULL with an error. */
 Container** containers_of(PyObject* seq, Py_ssize_t* n);
 
-/* The import functions of the module (import_module.c). */
+/* The import functions of the module (py_import.c). */
 PyObject* import_array(PyObject* module, PyObject* capsule);
 PyObject* import_device_array(PyObject* module, PyObject* capsule);
 PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs);
 PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs);
 PyObject* schema_key_of(PyObject* module, PyObject* capsule);
 
-/* The stream functions of the module (stream_module.c). */
+/* The stream functions of the module (py_stream.c). */
 PyObject* import_stream(PyObject* module, PyObject* capsule);
 PyObject* export_stream(PyObject* module, PyObject* args);
 
