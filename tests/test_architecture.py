@@ -232,6 +232,24 @@ def _module_aliases(module: str, tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
+def _other_libraries_names(module: str, tree: ast.Module) -> set[str]:
+    """Local names bound by imports from outside arrowdev (numba's ``_Kernel``, ``compiler``): their
+    private attributes are that library's business."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if not a.name.startswith("arrowdev"))
+        elif isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith("arrowdev"):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def foreign_private_reads(module: str, tree: ast.Module, globals_too: bool = True) -> list[tuple[str, str]]:
     """(module, ``expr._name``) for each read of a private attribute that another arrowdev module
     defines on its objects (attributes of ``self`` / ``cls`` aside), and with ``globals_too`` of a
@@ -239,12 +257,13 @@ def foreign_private_reads(module: str, tree: ast.Module, globals_too: bool = Tru
     are other libraries' (PyArrow's ``_import_from_c_capsule``): not this test's business."""
     (members, module_globals), (own_members, _) = _owners(), _defined_names(tree)
     aliases = _module_aliases(module, tree) if globals_too else {}
+    outside = _other_libraries_names(module, tree)
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
             continue
         value = node.value
-        if isinstance(value, ast.Name) and value.id in ("self", "cls"):
+        if isinstance(value, ast.Name) and value.id in ("self", "cls") or _root(value) in outside:
             continue
         if isinstance(value, ast.Name) and value.id in aliases:  # a module's global
             owner = aliases[value.id]
