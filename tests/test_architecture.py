@@ -295,3 +295,30 @@ def test_no_module_reads_private_state_of_another_modules_objects():
 def test_tests_use_public_api_or_the_internal_core(path):
     tree = ast.parse(path.read_text(), str(path))
     assert foreign_private_reads(f"tests.{path.stem}", tree, globals_too=False) == []
+
+
+# ---- the native module's typed stub ----------------------------------------------------------------
+
+
+def _stub() -> dict[str, set[str] | None]:
+    """Names in arrowdev/_capsules.pyi: each function (None) and each class with its members."""
+    tree = ast.parse((PACKAGE / "_capsules.pyi").read_text())
+    out: dict[str, set[str] | None] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = None
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = {item.name if isinstance(item, ast.FunctionDef) else item.target.id
+                              for item in node.body if isinstance(item, (ast.FunctionDef, ast.AnnAssign))}
+    return out
+
+
+def test_the_native_module_stub_names_what_the_module_has():
+    from arrowdev import _capsules
+
+    stub = _stub()
+    assert set(stub) == {n for n in dir(_capsules) if not n.startswith("__")}
+    for name, members in stub.items():
+        if members is not None:
+            native = {n for n in dir(getattr(_capsules, name)) if not n.startswith("__")}
+            assert members - {"__arrow_c_device_array__", "__arrow_c_array__"} == native, name
