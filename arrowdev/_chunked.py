@@ -118,12 +118,12 @@ def read(core: ColumnCore) -> layout.Reader:
 def chunk_null_count(core: ColumnCore, i: int) -> int:
     """Chunk ``i``'s null count, computed from its validity bitmap where the producer said -1
     (counted once, then kept)."""
-    n = null_counts(core)[i]
+    known = null_counts(core)
+    n = known[i]
     if n is None:
         c = core._chunks[i]
         validity = c.buffers[0] if c.n_buffers else 0
-        n = layout.null_count(core._type, c.offset, c.length, validity, read(core))
-        core._nulls[i] = n
+        n = known[i] = layout.null_count(core._type, c.offset, c.length, validity, read(core))
     return n
 
 
@@ -152,7 +152,7 @@ def _fill_null_counts(core: ColumnCore, i: int) -> None:
     counts = [chunk_null_count(core, i)]
     for child_type, child in zip(column_type.children, tree.children):
         counts.extend(layout.node_null_counts(child_type, child, reader))
-    if tree.dictionary is not None:
+    if tree.dictionary is not None and column_type.value_type is not None:
         counts.extend(layout.node_null_counts(column_type.value_type, tree.dictionary, reader))
     chunk.set_null_counts(counts)
 

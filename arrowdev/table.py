@@ -389,7 +389,12 @@ class ArrowTable:
     @classmethod
     def from_struct_array(cls, struct: Any) -> ArrowTable:
         """A table whose record batches are the chunks of a struct column without top-level nulls
-        (any Arrow producer of one), zero-copy, as PyArrow's ``Table.from_struct_array``."""
+        (any Arrow producer of one), zero-copy, as PyArrow's ``Table.from_struct_array``.
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> ad.ArrowTable.from_struct_array(pa.array([{"a": 1}, {"a": 2}])).to_pydict()
+        {'a': [1, 2]}
+        """
         col = struct if isinstance(struct, ArrowColumn) else ArrowColumn.from_arrow(struct)
         if col.type.storage_id != "struct":
             raise TypeError(f"expected a struct column, got {col.type}")
