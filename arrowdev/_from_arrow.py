@@ -24,6 +24,8 @@ _PROTOCOLS = ("__arrow_c_device_stream__", "__arrow_c_device_array__", "__arrow_
               "__arrow_c_array__")
 
 
+_KDL_CPU = 1  # DLPack's kDLCPU
+
 _capsule_name = _capsules.capsule_name
 
 
@@ -66,6 +68,10 @@ def read_arrow_after(obj: Any, schema: Any, found: tuple[Any, Any] | None) -> tu
 
         return from_cuda_array_interface(obj)
     if hasattr(obj, "__dlpack__"):
+        if obj.__dlpack_device__()[0] == _KDL_CPU:  # CPU tensors through NumPy
+            import numpy as np
+
+            return read_arrow(np.from_dlpack(obj))
         from .interop.cuda_arrays import from_dlpack
 
         return from_dlpack(obj)
@@ -133,4 +139,4 @@ def read_stream(capsule: Any) -> tuple[DataType, list[Any]]:
 def check_tree(dtype: DataType, held: Any) -> None:
     """Checks every node of a held array against its type (buffer and child counts, dictionaries,
     null counts, child lengths), in the native core: capsules/check.c."""
-    held.check(dtype._address)
+    held.check(dtype.schema_address)

@@ -32,16 +32,16 @@ from __future__ import annotations
 
 import functools
 import pickle
-import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from . import _capsules
-from .cuda.transfer import Planner, _Node
+from . import _capsules, _chunked, layout
+from .cuda.transfer import Planner, PlannedNode
 from .types import DataType, Device
 
-__all__ = ["DeviceFrame", "device_frames", "from_frames", "host_frames", "reduce", "unpickle"]
+__all__ = ["DeviceFrame", "add_pickle_hook", "device_frames", "from_frames", "host_frames", "nbytes", "reduce",
+           "unpickle"]
 
 _ALIGNMENT = 8
 _EMPTY = np.zeros(_ALIGNMENT, dtype=np.uint8)  # the address of an empty buffer (never null)
@@ -57,7 +57,8 @@ class _SpanPlanner(Planner):
         self.spans: list[tuple[int, int]] = []
         self._index: dict[tuple[int, int], int] = {}
 
-    def _copy_range(self, node: _Node, src: int, first: int, end: int, rebase: tuple[int, int] | None = None) -> None:
+    def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
+                    rebase: tuple[int, int] | None = None) -> None:
         if not src:
             node.buffers.append(None)
             return
@@ -69,28 +70,37 @@ class _SpanPlanner(Planner):
         node.buffers.append([index, *rebase] if rebase else [index])
 
 
-def _encode(node: _Node) -> list:
+def _encode(node: PlannedNode) -> list:
     dictionary = None if node.dictionary is None else _encode(node.dictionary)
     return [node.length, node.null_count, node.offset, node.buffers, [_encode(c) for c in node.children], dictionary]
 
 
 def _kind_and_column(obj: Any) -> tuple[str, Any]:
     """("table", its record batches as a struct column) or ("column", the column)."""
-    if hasattr(obj, "_as_struct_column"):
-        return "table", obj._as_struct_column()
-    return "column", obj
+    if isinstance(obj, _chunked.ColumnCore):
+        return "column", obj
+    return "table", obj.to_struct_array()
 
 
 def _plan(kind: str, col: Any, source: Device) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     """The header and the (address, size) of each frame of a column whose data is ready to read."""
     planner = _SpanPlanner()
-    planner.read = col._read
+    planner.read = _chunked.read(col)
     chunks = []
-    for held, nulls in zip(col._chunks, col._null_list()):
-        chunks.append(_encode(planner.plan(col.type, held.tree(), 0, held.length, -1 if nulls is None else nulls)))
+    for held, nulls in zip(_chunked.chunks(col), _chunked.null_counts(col)):
+        tree = layout.Node.of(held)
+        chunks.append(_encode(planner.plan(col.type, tree, 0, held.length, -1 if nulls is None else nulls)))
     header = {"kind": kind, "device": [source.code, source.id], "schema": _schema_bytes(col.type),
               "chunks": chunks, "frames": len(planner.spans)}
     return header, planner.spans
+
+
+def nbytes(obj: Any) -> int:
+    """Bytes of the buffers of the rows in range of a column or table, what a send carries (shared
+    buffers counted once)."""
+    kind, col = _kind_and_column(obj)
+    _, spans = _plan(kind, col, col.device)
+    return sum(size for _, size in spans)
 
 
 def _schema_bytes(dtype: DataType) -> bytes:
@@ -142,10 +152,10 @@ class DeviceFrame:
 def _wait_for_producers(obj: Any, col: Any) -> None:
     """Blocks until the work producing the data has finished: the sync events of the column, or of a
     table's record batches and of its columns (a table's batches do not carry its columns' events)."""
-    col._wait_for_producers()
+    _chunked.wait_for_producers(col)
     if col is not obj:
         for column in obj.columns:
-            column._wait_for_producers()
+            _chunked.wait_for_producers(column)
 
 
 def host_frames(obj: Any) -> tuple[dict[str, Any], list[memoryview]]:
@@ -178,22 +188,26 @@ def reduce(obj: Any, protocol: int) -> tuple[Any, tuple]:
     pickler takes a ``buffer_callback``), in band as bytes with older protocols."""
     header, frames = host_frames(obj)
     wrapped = [pickle.PickleBuffer(f) for f in frames] if protocol >= 5 else [bytes(f) for f in frames]
-    _register_with_distributed()
+    for hook in _PICKLE_HOOKS:
+        hook()
     return unpickle, (type(obj), header, *wrapped)
 
 
-def _register_with_distributed() -> None:
-    """A process that imported arrowdev before distributed registers arrowdev's serializers the
-    first time it pickles an arrowdev object (that send went through pickle: also zero-copy)."""
-    if "distributed.protocol.serialize" in sys.modules and "arrowdev.dask._distributed" not in sys.modules:
-        from .dask import _distributed  # noqa: F401  (registers on import)
+_PICKLE_HOOKS: list[Callable[[], None]] = []
+
+
+def add_pickle_hook(hook: Callable[[], None]) -> None:
+    """Has ``hook()`` called whenever an arrowdev object is pickled: how a layer above this one (Dask's
+    registration, installed by ``arrowdev/__init__.py``) reacts without this module importing it."""
+    _PICKLE_HOOKS.append(hook)
 
 
 # ---- receiving ----------------------------------------------------------------------------------
 
 
 def unpickle(cls: type, header: dict[str, Any], *frames: Any) -> Any:
-    return from_frames(cls, header, list(frames))
+    """The object :func:`reduce` pickled (``cls``, its class, is implied by the header's kind)."""
+    return from_frames(header, list(frames))
 
 
 def _frame_address(frame: Any, keep: list[Any]) -> tuple[int, int, bool]:
@@ -287,8 +301,8 @@ def _rebase_on_device(address: int, nbytes: int, width: int, value: int, device_
     return out, runtime.SyncEvent(stream, device_id)
 
 
-def from_frames(cls: type, header: dict[str, Any], frames: list[Any]) -> Any:
-    """The column or table (of class ``cls``) that :func:`host_frames` / :func:`device_frames` described,
+def from_frames(header: dict[str, Any], frames: list[Any]) -> Any:
+    """The column or table that :func:`host_frames` / :func:`device_frames` described,
     over the received frames. Host frames of device data land on this process's current GPU when it
     has one (else they stay in CPU memory)."""
     from .errors import InvalidArrowError
@@ -298,7 +312,7 @@ def from_frames(cls: type, header: dict[str, Any], frames: list[Any]) -> Any:
     dtype = _schema_type(bytes(header["schema"]))
     rebuilder = _Rebuilder(frames)
     chunks = [rebuilder.build(node, top=True) for node in header["chunks"]]
-    obj = cls._from_batches(dtype, chunks) if header["kind"] == "table" else cls(dtype, chunks)
+    obj = _chunked.make(header["kind"], dtype, chunks)
     source = Device.from_code(*header["device"])
     if source.type in ("cuda", "cuda_managed") and not rebuilder.on_device:
         return _to_current_gpu(obj)

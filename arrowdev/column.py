@@ -22,42 +22,22 @@ False
 from __future__ import annotations
 
 import builtins
-import itertools
 import operator
 from typing import Any, Callable, Iterator, SupportsIndex, cast
 
-from . import _capsules, layout
+from . import _capsules, _chunked, layout
+from ._chunked import reader_for, struct_field  # noqa: F401  (udf/apply.py on main imports them from here)
 from .layout import BufferInfo
 from ._from_arrow import check_tree, read_arrow, read_arrow_after
 from ._to_arrow import (StreamOnly, array_capsules, cheap_target, check_kwargs, cpu_labelled,
                         pyarrow_import_device_array, stream_capsule)
-from .errors import DeviceUnavailableError, InvalidArrowError
+from .errors import InvalidArrowError
 from .types import KNOWN_TYPES, DataType, Device
 
 __all__ = ["ArrowColumn", "BufferInfo", "column"]
 
 _PREVIEW_ROWS = 10
 _CPU = 1  # ArrowDeviceType of CPU memory
-
-
-def reader_for(device: Device) -> layout.Reader:
-    """The function that reads bytes of memory on ``device`` to the host."""
-    if device.is_cpu_readable:
-        return layout.read_cpu
-    if device.type in ("cuda", "cuda_managed"):
-        from .cuda import runtime
-
-        return lambda address, nbytes: runtime.read_bytes(address, nbytes, device.id)
-    raise DeviceUnavailableError(f"arrowdev cannot read {device.type} memory")
-
-
-def struct_field(held: Any, index: int) -> Any:
-    """Child ``index`` of a held struct array, as its own array over the struct's rows (a struct's
-    offset applies to its children)."""
-    child = held.child(index)
-    if held.offset or child.length != held.length:
-        child = child.slice(child.offset + held.offset, held.length, 0 if child.null_count == 0 else -1)
-    return child
 
 
 class ArrowColumn(_capsules.ColumnCore):
@@ -68,7 +48,8 @@ class ArrowColumn(_capsules.ColumnCore):
 
     Its state lives in its native base, ``_capsules.ColumnCore`` (capsules/py_column.c): ``_type``,
     ``_chunks`` (a list of held arrays) and ``_nulls`` (per chunk, the null count where known;
-    None until first needed). The base also runs the hot path of ``__arrow_c_device_array__`` and
+    None until first needed); :mod:`arrowdev._chunked` is the layer that works on it. The base
+    also runs the hot path of ``__arrow_c_device_array__`` and
     ``__arrow_c_array__`` (one chunk, no request); every other case comes back to
     :meth:`_arrow_c_device_array` and :meth:`_arrow_c_array` here.
     """
@@ -83,12 +64,10 @@ class ArrowColumn(_capsules.ColumnCore):
             if len({(c.device_type, c.device_id) for c in chunks}) > 1:
                 raise ValueError("expected every chunk of a column on one device, got chunks on several")
             self.__class__ = _ChunkedColumn  # offers only the stream protocols
+        elif self.__class__ is _ChunkedColumn:  # made as type(a chunked column)(...) with one chunk
+            self.__class__ = ArrowColumn
 
-    def _null_list(self) -> list[int | None]:
-        """Each chunk's null count where known (None: to be counted), as the chunks say at first."""
-        if self._nulls is None:
-            self._nulls = [n if (n := c.null_count) >= 0 else None for c in self._chunks]
-        return self._nulls
+    _null_list = _chunked.null_counts
 
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowColumn:
@@ -120,43 +99,19 @@ class ArrowColumn(_capsules.ColumnCore):
         """Each chunk as a column of its own (zero-copy)."""
         return [self._derive([c], [n]) for c, n in zip(self._chunks, self._null_list())]
 
-    @property
-    def device(self) -> Device:
-        if not self._chunks:
-            return Device.cpu()
-        return Device.from_code(self._chunks[0].device_type, self._chunks[0].device_id)
+    device = property(_chunked.device)
 
     @property
     def null_count(self) -> int:
         """Nulls in the column, computed from the validity bitmaps where the producer said -1."""
         return sum(self._chunk_null_count(i) for i in range(len(self._chunks)))
 
-    def _chunk_null_count(self, i: int) -> int:
-        nulls = self._null_list()
-        n = nulls[i]
-        if n is None:
-            c = self._chunks[i]
-            validity = c.buffers[0] if c.n_buffers else 0
-            n = layout.null_count(self._type, c.offset, c.length, validity, self._read)
-            nulls[i] = n
-        return n
+    _chunk_null_count = _chunked.chunk_null_count
+    _wait_for_producers = _chunked.wait_for_producers
 
     def _read(self, address: int, nbytes: int) -> bytes:
-        """Reads this column's memory (after its producers' sync events, C7); only asked for when a
-        computation really needs bytes."""
-        self._wait_for_producers()
-        return reader_for(self.device)(address, nbytes)
-
-    def _sync_events(self) -> list[int]:
-        return [c.sync_event for c in self._chunks if c.sync_event]
-
-    def _wait_for_producers(self) -> None:
-        """Blocks until the work producing this column's data has finished (its sync events)."""
-        events = self._sync_events()
-        if events:
-            from .cuda import runtime
-
-            runtime.synchronize_events(events)
+        """Reads this column's memory (after its producers' sync events, O4)."""
+        return _chunked.read(self)(address, nbytes)
 
     @property
     def buffers(self) -> list[BufferInfo]:
@@ -165,7 +120,7 @@ class ArrowColumn(_capsules.ColumnCore):
         read, device = reader_for(self.device), self.device
         out: list[BufferInfo] = []
         for i, chunk in enumerate(self._chunks):
-            out.extend(layout.node_buffers(self._type, chunk.tree(), "", i, read, device))
+            out.extend(layout.node_buffers(self._type, layout.Node.of(chunk), "", i, read, device))
         return out
 
     @property
@@ -195,17 +150,12 @@ class ArrowColumn(_capsules.ColumnCore):
 
     def rename(self, name: str) -> ArrowColumn:
         """The same column (zero-copy) under another field name."""
-        out = ArrowColumn(self._type.with_name(name), self._chunks)
-        out._nulls = list(self._null_list())
-        return out
+        return _chunked.derive(self, self._chunks, self._null_list(), self._type.with_name(name))
 
     def _child_column(self, dtype: DataType, chunks: list[Any]) -> ArrowColumn:
         return ArrowColumn(dtype, chunks)
 
-    def _derive(self, chunks: list[Any], nulls: list[int | None]) -> ArrowColumn:
-        out = ArrowColumn(self._type, chunks)
-        out._nulls = list(nulls)
-        return out
+    _derive = _chunked.derive
 
     # ---- slicing -----------------------------------------------------------------------------
 
@@ -216,26 +166,9 @@ class ArrowColumn(_capsules.ColumnCore):
         total = len(self)
         start = min(offset, total)
         stop = total if length is None else min(start + length, total)
-        chunks, nulls, known_nulls = [], [], self._null_list()
-        if start == stop and self._chunks:  # an empty slice keeps a chunk, so its device and type
-            # (at offset 0: PyArrow loses the buffers of an empty array with an offset when it
-            # concatenates it after its C import)
-            return self._derive([self._chunks[0].slice(0, 0, 0)], [0])
-        for i, (chunk, first) in enumerate(zip(self._chunks, self._chunk_starts())):
-            lo, hi = max(start, first), min(stop, first + chunk.length)
-            if lo >= hi:
-                continue
-            if hi - lo == chunk.length:
-                chunks.append(chunk)
-                nulls.append(known_nulls[i])
-            else:
-                known = 0 if known_nulls[i] == 0 else -1
-                chunks.append(chunk.slice(chunk.offset + lo - first, hi - lo, known))
-                nulls.append(0 if known == 0 else None)
-        return self._derive(chunks, nulls)
+        return _chunked.derive(self, *_chunked.slice_chunks(self, start, stop))
 
-    def _chunk_starts(self) -> list[int]:
-        return list(itertools.accumulate((c.length for c in self._chunks), initial=0))[:-1]
+    _chunk_starts = _chunked.chunk_starts
 
     def __getitem__(self, key: int | builtins.slice) -> Any:
         if isinstance(key, slice):
@@ -378,9 +311,9 @@ class ArrowColumn(_capsules.ColumnCore):
         has a device)."""
         if self._chunks:
             return self
-        from .interop.pyarrow import empty
+        from .interop.pyarrow import empty_chunks
 
-        return ArrowColumn(self._type, empty(self._type)._chunks)
+        return ArrowColumn(self._type, empty_chunks(self._type))
 
     def to_host(self, stream: Any = None) -> ArrowColumn:
         """A copy in pinned host memory (device ``cuda_host``) of device data, or this column if
@@ -506,33 +439,8 @@ class ArrowColumn(_capsules.ColumnCore):
             return stream_capsule(col._type, chunks, device=True)
         return stream_capsule(col._type, col._exportable_chunks(), device=True, device_code=col.device.code)
 
-    def _exportable_chunks(self) -> list[Any]:
-        """The chunks, each ready to export with computed null counts (C6: -1 is computed, not
-        passed on)."""
-        return [self._ready_chunk(i) for i in range(len(self._chunks))]
-
-    def _ready_chunk(self, i: int) -> Any:
-        """Chunk ``i``, its exports carrying computed null counts: for the top node always, below
-        it where that needs no device read (``_fill_null_counts``). Counted once per chunk."""
-        chunk = self._chunks[i]
-        if chunk.needs_null_counts:
-            self._fill_null_counts(i)
-        return chunk
-
-    def _fill_null_counts(self, i: int) -> None:
-        """Gives chunk ``i``'s container a null count for every node whose producer said -1
-        (capsules/container.c C6): the top's as :attr:`null_count` computes it; a node below it
-        from its type and validity bitmap, where the bitmap is CPU-readable or not needed (device
-        bitmaps are not read for this: those nodes keep -1, as the C Data interface allows)."""
-        chunk = self._chunks[i]
-        read = self._read if self.device.is_cpu_readable else None
-        *_, children, dictionary = chunk.tree()
-        counts = [self._chunk_null_count(i)]
-        for child_type, child in zip(self._type.children, children):
-            counts.extend(layout.node_null_counts(child_type, child, read))
-        if dictionary is not None:
-            counts.extend(layout.node_null_counts(cast(DataType, self._type.value_type), dictionary, read))
-        chunk.set_null_counts(counts)
+    _exportable_chunks = _chunked.exportable_chunks
+    _ready_chunk = _chunked.ready_chunk
 
     def _one_array(self) -> Any:
         """The column as one chunk, ready to export (several are concatenated: a copy)."""
@@ -540,7 +448,7 @@ class ArrowColumn(_capsules.ColumnCore):
             return self._ready_chunk(0)
         from .interop.pyarrow import concatenate
 
-        merged = concatenate(self._on_cpu())
+        merged = ArrowColumn(self._type, [concatenate(self._on_cpu())])
         if not self.device.is_cpu_readable:  # concatenated on the host, then back to the device
             merged = merged.to_device(self.device.id)
         return merged._ready_chunk(0)
@@ -553,14 +461,14 @@ class ArrowColumn(_capsules.ColumnCore):
             return self
         from .interop.pyarrow import cast
 
-        return cast(self, target)
+        return ArrowColumn(*cast(self, target))
 
     def _on_cpu(self) -> ArrowColumn:
         """This column where the CPU can read it, its data ready: a host copy of device data (C8)."""
         if all(c.device_type == _CPU and not c.sync_event for c in self._chunks):
             return self  # nothing to copy, nothing to wait for
         host = self.to_host()
-        host._wait_for_producers()
+        _chunked.wait_for_producers(host)
         return host
 
 
@@ -591,3 +499,6 @@ def column(obj: Any, schema: Any = None) -> ArrowColumn:
         return ArrowColumn(*read_arrow_after(obj, None, found))
     dtype, arrays = read_arrow(obj, schema)
     return ArrowColumn(dtype, arrays)._as_requested(schema)
+
+
+_chunked.register_maker("column", ArrowColumn)

@@ -55,7 +55,7 @@ def _settle() -> None:
     fired (only once the CUDA layer has been used: no GPU probing). Then collects garbage."""
     from .cuda import memory
 
-    if memory._pool is not None:
+    if memory.in_use():
         from .cuda import runtime
 
         runtime.cupy().cuda.runtime.deviceSynchronize()
@@ -67,7 +67,7 @@ def _device_counts() -> dict[str, int]:
     """arrowdev's device buffers in use (only once the CUDA layer has been used)."""
     from .cuda import memory
 
-    if memory._pool is None:
+    if not memory.in_use():
         return {}
     stats = memory.memory_stats()
     return {"device bytes in use": stats["bytes_in_use"], "device buffers": stats["allocations"] - stats["frees"],

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, cast
+from typing import Any, Callable, Iterator, NamedTuple, cast
 
 import numpy as np
 
@@ -28,6 +28,36 @@ _OFFSETS64 = {"large_string", "large_binary", "large_list"}
 _VIEWS = {"string_view", "binary_view"}
 _LIST_VIEWS = {"list_view": 4, "large_list_view": 8}
 _NO_VALIDITY = {"na", "run_end_encoded", "sparse_union", "dense_union"}
+
+
+class Node(NamedTuple):
+    """One node of a held array's tree as the native core describes it (``CDeviceArray.tree()``):
+    its length, offset, null count (-1: not known), buffer addresses, child nodes and dictionary node.
+
+    >>> import pyarrow as pa, arrowdev as ad
+    >>> from arrowdev import _chunked
+    >>> node = Node.of(_chunked.chunks(ad.column(pa.array(["a", None])))[0])
+    >>> node.length, node.null_count, len(node.buffers), node.children, node.dictionary
+    (2, 1, 3, (), None)
+    """
+
+    length: int
+    offset: int
+    null_count: int
+    buffers: tuple[int, ...]
+    children: tuple[Node, ...]
+    dictionary: Node | None
+
+    @classmethod
+    def of(cls, held: Any) -> Node:
+        """The tree of a held array (``CDeviceArray``)."""
+        return cls._from_tuple(held.tree())
+
+    @classmethod
+    def _from_tuple(cls, tree: tuple) -> Node:
+        length, offset, null_count, buffers, children, dictionary = tree
+        return cls(length, offset, null_count, tuple(buffers), tuple(cls._from_tuple(c) for c in children),
+                   None if dictionary is None else cls._from_tuple(dictionary))
 
 
 def read_cpu(address: int, nbytes: int) -> bytes:
@@ -131,7 +161,7 @@ class BufferInfo:
     device: Device
 
 
-def node_null_counts(dtype: DataType, tree: tuple[Any, ...], read: Reader | None) -> Iterator[int]:
+def node_null_counts(dtype: DataType, tree: Node, read: Reader | None) -> Iterator[int]:
     """The null count of a node and of every node below it, in tree order (the node, its
     children's subtrees, its dictionary's): the producer's where it gave one, else computed from
     the type and validity bitmap; -1 where that needs a read and ``read`` is None."""
@@ -148,7 +178,7 @@ def node_null_counts(dtype: DataType, tree: tuple[Any, ...], read: Reader | None
         yield from node_null_counts(cast(DataType, dtype.value_type), dictionary, read)
 
 
-def node_buffers(dtype: DataType, tree: tuple[Any, ...], path: str, chunk: int, read: Reader,
+def node_buffers(dtype: DataType, tree: Node, path: str, chunk: int, read: Reader,
                  device: Device) -> Iterator[BufferInfo]:
     """The buffers of a node and of every node below it, in tree order."""
     length, offset, _, buffers, children, dictionary = tree

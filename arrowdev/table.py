@@ -21,10 +21,11 @@ from typing import Any, SupportsIndex, cast
 
 import nanoarrow as na
 
-from . import _capsules
+from . import _capsules, _chunked
+from ._chunked import struct_field
 from ._from_arrow import read_arrow
 from ._to_arrow import HOST_LABELS, StreamOnly
-from .column import ArrowColumn, struct_field
+from .column import ArrowColumn
 from .errors import InvalidArrowError
 from .types import DataType, Device
 
@@ -48,7 +49,7 @@ class ArrowTable:
         for col in columns or ():
             if len(col) != num_rows:
                 raise ValueError(f"expected every column to have {num_rows} rows, got {len(col)} in {col.name!r}")
-        if columns and len({(c.device_type, c.device_id) for col in columns for c in col._chunks}) > 1:
+        if columns and len({(c.device_type, c.device_id) for col in columns for c in _chunked.chunks(col)}) > 1:
             raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
         if columns is None and (batches is None or schema is None):
             raise ValueError("expected columns, or record batches and their schema")
@@ -68,10 +69,7 @@ class ArrowTable:
         """How many record batches the exports yield."""
         if self._batches is not None:
             return len(self._batches)
-        starts = {0}
-        for col in self._columns:
-            starts.update(col._chunk_starts())
-        return len([s for s in starts if s < self._num_rows])
+        return len(_chunked.aligned_bounds(self._columns, self._num_rows))
 
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowTable:
@@ -96,14 +94,14 @@ class ArrowTable:
         for i, batch in enumerate(batches):  # one plain loop: this runs on every import of a table
             if batch.null_count != 0 or batch.needs_null_counts:
                 probe = probe or ArrowColumn(dtype, batches)
-                if probe._chunk_null_count(i):
+                if _chunked.chunk_null_count(probe, i):
                     raise InvalidArrowError("a struct array with top-level nulls cannot be a table: "
                                             "its null rows have no meaning per column")
-                probe._ready_chunk(i)  # exports carry computed null counts (C6)
+                _chunked.ready_chunk(probe, i)  # exports carry computed null counts (C6)
             num_rows += batch.length
             offsets = offsets or batch.offset > 0
         table = object.__new__(cls)  # what __init__ checks holds for one struct type's batches
-        table._column_list, table._num_rows, table._metadata = None, num_rows, dtype._metadata
+        table._column_list, table._num_rows, table._metadata = None, num_rows, dtype.metadata
         table._batches, table._schema = batches, dtype
         if offsets:  # not record batches as they are: rebuilt from the columns
             table._column_list, table._batches = table._columns, None
@@ -130,7 +128,7 @@ class ArrowTable:
         if self._column_list is None:
             batches = self._batches
             self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in cast(list[Any], batches)])
-                                 for i, child in enumerate(self.schema._children)]
+                                 for i, child in enumerate(self._schema.children)]
         return self._column_list
 
     # ---- introspection ------------------------------------------------------------------------
@@ -139,7 +137,7 @@ class ArrowTable:
     def schema(self) -> DataType:
         """The table's type: a struct whose children are the columns' types."""
         if self._schema is None:
-            children = [col.type._c for col in self._columns]
+            children = [col.type.c_schema for col in self._columns]
             self._schema = DataType(_EMPTY_STRUCT.modify(children=children, metadata=self._metadata))
         return self._schema
 
@@ -162,7 +160,7 @@ class ArrowTable:
 
     @property
     def num_columns(self) -> int:
-        return len(self._columns) if self._column_list is not None else len(self.schema._children)
+        return len(self._columns) if self._column_list is not None else len(self._schema.field_names)
 
     @property
     def column_names(self) -> list[str]:
@@ -261,10 +259,10 @@ class ArrowTable:
             return self
         from .cuda import copy_columns
 
-        batches = self._as_struct_column()._with_a_chunk()
-        batches._exportable_chunks()  # the columns' null counts, computed where readable, go with the copy
+        batches = self.to_struct_array()._with_a_chunk()
+        _chunked.exportable_chunks(batches)  # the columns' null counts, computed where readable, go with the copy
         copied = copy_columns([batches], target, stream)[0]
-        return ArrowTable._from_batches(self.schema, copied._chunks)
+        return ArrowTable._from_batches(self.schema, _chunked.chunks(copied))
 
     def export_ipc(self) -> bytes:
         """Bytes another process on this node passes to :func:`arrowdev.import_ipc` to see this GPU
@@ -319,16 +317,15 @@ class ArrowTable:
 
     def to_batches(self) -> list[ArrowTable]:
         """The record batches the exports yield, each a table of one batch (zero-copy)."""
-        struct = self._as_struct_column()
-        return [ArrowTable._from_batches(self.schema, [batch]) for batch in struct._chunks]
+        return [ArrowTable._from_batches(self.schema, [batch]) for batch in _chunked.chunks(self.to_struct_array())]
 
     def combine_chunks(self) -> ArrowTable:
         """The table as one record batch (a copy when it has several). Such a table offers the
         array protocols again."""
-        struct = self._as_struct_column()
+        struct = self.to_struct_array()
         if struct.num_chunks == 1:
             return self
-        return ArrowTable._from_batches(self.schema, struct._with_a_chunk().combine_chunks()._chunks)
+        return ArrowTable._from_batches(self.schema, _chunked.chunks(struct._with_a_chunk().combine_chunks()))
 
     def __iter__(self) -> Iterator[ArrowColumn]:
         """The columns (as for a Polars DataFrame)."""
@@ -377,20 +374,39 @@ class ArrowTable:
 
     # ---- exports: a struct column of record batches speaks every protocol ---------------------
 
-    def _as_struct_column(self) -> ArrowColumn:
+    def to_struct_array(self) -> ArrowColumn:
+        """The record batches as one struct column, a chunk per batch (zero-copy), as PyArrow's
+        ``Table.to_struct_array``; :meth:`from_struct_array` makes the table again.
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> ad.table({"a": pa.array([1, 2])}).to_struct_array().to_pylist()
+        [{'a': 1}, {'a': 2}]
+        """
         if self._batches is None:
             self._batches = self._build_batches()
         return ArrowColumn(self.schema, self._batches)
 
+    _as_struct_column = to_struct_array  # the name udf/apply.py on main uses
+
+    @classmethod
+    def from_struct_array(cls, struct: Any) -> ArrowTable:
+        """A table whose record batches are the chunks of a struct column without top-level nulls
+        (any Arrow producer of one), zero-copy, as PyArrow's ``Table.from_struct_array``.
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> ad.ArrowTable.from_struct_array(pa.array([{"a": 1}, {"a": 2}])).to_pydict()
+        {'a': [1, 2]}
+        """
+        col = struct if isinstance(struct, ArrowColumn) else ArrowColumn.from_arrow(struct)
+        if col.type.storage_id != "struct":
+            raise TypeError(f"expected a struct column, got {col.type}")
+        return cls._from_batches(col.type, _chunked.chunks(col))
+
     def _build_batches(self) -> list[Any]:
-        starts = {0}
-        for col in self._columns:
-            starts.update(col._chunk_starts())
-        bounds = sorted(s for s in starts if s < self._num_rows) + [self._num_rows]
         device = self.device
         batches = []
-        for lo, hi in zip(bounds, bounds[1:]):
-            pieces = [col.slice(lo, hi - lo)._exportable_chunks()[0] for col in self._columns]
+        for lo, hi in _chunked.aligned_bounds(self._columns, self._num_rows):
+            pieces = [_chunked.exportable_chunks(col.slice(lo, hi - lo))[0] for col in self._columns]
             batches.append(_capsules.build(hi - lo, 0, 0, [0], pieces, device_type=device.code, device_id=device.id))
         return batches
 
@@ -403,23 +419,23 @@ class ArrowTable:
         batches = self._batches
         if (requested_schema is None and not kwargs and batches is not None and len(batches) == 1
                 and batches[0].device_type not in HOST_LABELS):
-            pair: tuple[Any, Any] | None = batches[0].export_pair(self.schema._address, True)  # the hot path
+            pair: tuple[Any, Any] | None = batches[0].export_pair(self.schema.schema_address, True)  # the hot path
             if pair is not None:
                 return pair
-        return self._as_struct_column().__arrow_c_device_array__(requested_schema, **kwargs)
+        return self.to_struct_array().__arrow_c_device_array__(requested_schema, **kwargs)
 
     def __arrow_c_array__(self, requested_schema: Any = None, **kwargs: Any) -> tuple[Any, Any]:
         """One record batch on the CPU (device data: a host copy first). A table of several
         batches has no such attribute (only the streams)."""
-        return self._as_struct_column().__arrow_c_array__(requested_schema, **kwargs)
+        return self.to_struct_array().__arrow_c_array__(requested_schema, **kwargs)
 
     def __arrow_c_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
         """The record batches as a stream, zero-copy (device data is copied to host first)."""
-        return self._as_struct_column().__arrow_c_stream__(requested_schema, **kwargs)
+        return self.to_struct_array().__arrow_c_stream__(requested_schema, **kwargs)
 
     def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
         """The record batches as a device stream, zero-copy."""
-        return self._as_struct_column().__arrow_c_device_stream__(requested_schema, **kwargs)
+        return self.to_struct_array().__arrow_c_device_stream__(requested_schema, **kwargs)
 
 
 class _ChunkedTable(ArrowTable):
@@ -439,3 +455,6 @@ def table(obj: Any, schema: Any = None) -> ArrowTable:
     ['x']
     """
     return ArrowTable.from_arrow(obj, schema)
+
+
+_chunked.register_maker("table", ArrowTable._from_batches)

@@ -103,6 +103,21 @@ class DataType:
         """The schema's metadata as nanoarrow reads it (None when there is none)."""
         return self._c.metadata
 
+    @property
+    def metadata(self) -> Any:
+        """The schema's metadata as nanoarrow reads it (None when there is none)."""
+        return self._metadata
+
+    @property
+    def c_schema(self) -> Any:
+        """The nanoarrow ``CSchema`` of this type (arrowdev's own copy of the producer's schema)."""
+        return self._c
+
+    @property
+    def schema_address(self) -> int:
+        """The address of this type's ``ArrowSchema``, for the native core (valid while the type lives)."""
+        return self._address
+
     @cached_property
     def _view(self) -> Any:
         try:

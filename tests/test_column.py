@@ -553,3 +553,12 @@ def test_native_exports_of_unknown_null_counts_count_them_first(balanced):
     sliced = ad.ArrowColumn(ad.column(INTS).type, [held.slice(1, 3, -1)])  # null_count -1
     out = pa.Array._import_from_c_capsule(*sliced.__arrow_c_array__())
     assert out.null_count == INTS.slice(1, 3).null_count and out.to_pylist() == INTS.slice(1, 3).to_pylist()
+
+
+def test_the_class_of_a_chunked_column_makes_a_one_chunk_column_that_offers_the_array_protocols():
+    from arrowdev import _chunked
+
+    two = ad.column(pa.chunked_array([[1], [2, None]]))
+    one = type(two)(two.type, _chunked.chunks(two.combine_chunks()))  # as udf/ makes its results
+    assert type(one) is ad.ArrowColumn and pa.array(one).to_pylist() == [1, 2, None]
+    assert type(_chunked.derive(two, _chunked.chunks(two)[:1])) is ad.ArrowColumn

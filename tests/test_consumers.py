@@ -18,7 +18,8 @@ import pytest
 from samples import CASES, source_of
 
 import arrowdev as ad
-from arrowdev import _capsules
+from arrowdev import _capsules, _chunked, layout
+from arrowdev.interop.pyarrow import empty_chunks
 
 HOW = ["host label", pytest.param("to_host", marks=pytest.mark.gpu)]
 # nanoarrow 0.9's Array segfaults on view arrays from any producer (PyArrow's too): not run there
@@ -36,10 +37,10 @@ def _known_consumer_bug(consumer: str, name: str) -> bool:
 def _host_labelled(col: ad.ArrowColumn) -> ad.ArrowColumn:
     """``col``'s chunks (CPU memory) labelled ARROW_DEVICE_CUDA_HOST, as ``to_host()`` labels its output."""
     chunks = []
-    for i, held in enumerate(col._chunks):
-        length, offset, _, buffers, children, _ = held.tree()
-        chunks.append(_capsules.build(length, col._chunk_null_count(i), offset, list(buffers),
-                                      [held.child(j) for j in range(len(children))], held.dictionary(),
+    for i, held in enumerate(_chunked.chunks(col)):
+        node = layout.Node.of(held)
+        chunks.append(_capsules.build(node.length, _chunked.chunk_null_count(col, i), node.offset, list(node.buffers),
+                                      [held.child(j) for j in range(len(node.children))], held.dictionary(),
                                       device_type=3, device_id=0, keepalive=held))
     return ad.ArrowColumn(col.type, chunks)
 
@@ -164,7 +165,7 @@ def test_pinned_host_exports_say_cpu_and_imports_keep_their_label():
     stream = col.__arrow_c_device_stream__()
     assert ArrowDeviceArrayStream.from_address(capsule_pointer(stream, "arrow_device_array_stream")).device_type == 1
     # a producer's CUDA_HOST array is held as it came (arrowdev labels only what it exports)
-    raw = col._chunks[0].export_pair(col.type._address, True)
+    raw = _chunked.chunks(col)[0].export_pair(col.type.schema_address, True)
     assert ad.column(raw).device == ad.Device("cuda_host", 0)
     assert col[1:1].device == ad.Device("cuda_host", 0)  # an empty slice keeps the device
 
@@ -174,7 +175,7 @@ def test_pinned_host_record_batches_take_the_cpu_label_too():
     the one-batch fast path included."""
     source = pa.record_batch({"a": [1, None, 3], "s": ["x", None, "z"]})
     batches = _host_labelled(ad.column(source))
-    tbl = ad.ArrowTable._from_batches(batches.type, batches._chunks)
+    tbl = ad.ArrowTable.from_struct_array(batches)
     assert tbl.device.type == "cuda_host"
     assert pa.record_batch(tbl).equals(source) and pa.table(tbl).equals(pa.table(source))
     assert pl.DataFrame(tbl).to_arrow().to_pylist() == source.to_pylist()
@@ -287,8 +288,11 @@ def test_copies_of_empty_slices_plan_for_every_type(name):
     from arrowdev.cuda import transfer
 
     col = ad.column(CASES[name])
-    for empty in (col[5:5], col[len(col):], ad.column(pa.chunked_array([], CASES[name].type))._with_a_chunk()):
-        items = [(empty.type, chunk, empty._chunk_null_count(i), empty._read) for i, chunk in enumerate(empty._chunks)]
+    no_chunks = ad.column(pa.chunked_array([], CASES[name].type))
+    with_a_chunk = ad.ArrowColumn(no_chunks.type, empty_chunks(no_chunks.type))  # what to_device() copies
+    for empty in (col[5:5], col[len(col):], with_a_chunk):
+        items = [(empty.type, chunk, _chunked.chunk_null_count(empty, i), _chunked.read(empty))
+                 for i, chunk in enumerate(_chunked.chunks(empty))]
         copied = ad.ArrowColumn(empty.type, transfer.copy_chunks(items, ad.Device.cpu(), ad.Device.cpu()))
         assert copied.num_chunks == 1 and copied.to_pylist() == []
         got = pa.array(copied)

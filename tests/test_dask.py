@@ -210,7 +210,7 @@ def test_gpu_a_table_still_being_produced_is_never_sent_early():
     col = host.to_device(stream=stream)
     header, frames = _serialize.device_frames(col)
     assert stream.done  # the busy work and the copy had finished before the frames were handed over
-    got = _serialize.from_frames(ad.ArrowColumn, header, frames)
+    got = _serialize.from_frames(header, frames)
     assert got.device.type == "cuda" and got.to_pyarrow().equals(host.to_pyarrow())
     with stream:
         for _ in range(30):
@@ -223,7 +223,7 @@ def test_gpu_a_table_still_being_produced_is_never_sent_early():
     tbl = ad.table({"x": host, "s": pa.array(["a", None, "ccc", "dd"] * 5_000_000)}).to_device(stream=stream)
     header, frames = _serialize.device_frames(tbl)
     assert stream.done
-    assert _serialize.from_frames(ad.ArrowTable, header, frames).equals(tbl)
+    assert _serialize.from_frames(header, frames).equals(tbl)
     del busy
 
 

@@ -142,7 +142,7 @@ def test_a_sliced_string_column_rebases_its_offsets_on_the_receiver():
     assert node[3][1][1:] == [4, 62]  # int32 offsets, lowered by the 62 bytes before row 8
     # one bitmap byte, offsets of rows 8..10 and the end, the bytes of "fff", "g", "hh"
     assert [f.nbytes for f in frames] == [1, 16, 6]
-    got = _serialize.from_frames(ad.ArrowColumn, header, frames)
+    got = _serialize.from_frames(header, frames)
     assert got.to_pylist() == ["g", "hh"]
     assert np.frombuffer(frames[1], np.int32)[0] == 62  # the sender's memory is untouched
 
@@ -155,7 +155,7 @@ def test_unaligned_frames_are_copied_aligned():
         raw = bytearray(len(f) + 1)
         raw[1:] = bytes(f)
         shifted.append(memoryview(raw)[1:])
-    got = _serialize.from_frames(ad.ArrowColumn, header, shifted)
+    got = _serialize.from_frames(header, shifted)
     assert got.to_pylist() == [1, 2, None, 4]
     assert all(b.address % 8 == 0 for b in got.buffers if b.address)
 
@@ -163,7 +163,7 @@ def test_unaligned_frames_are_copied_aligned():
 def test_wrong_number_of_frames_is_an_error():
     header, frames = _serialize.host_frames(ad.column(pa.array([1, None, 3])))
     with pytest.raises(ad.InvalidArrowError, match="expected 2 frames"):
-        _serialize.from_frames(ad.ArrowColumn, header, frames[:1])
+        _serialize.from_frames(header, frames[:1])
 
 
 def test_round_trips_of_every_case_balance_in_leak_check():
@@ -184,7 +184,7 @@ def test_the_source_stays_alive_while_frames_are_held():
     import gc
 
     gc.collect()
-    assert _serialize.from_frames(ad.ArrowColumn, header, frames).to_pylist() == ["kept", "alive", None]
+    assert _serialize.from_frames(header, frames).to_pylist() == ["kept", "alive", None]
 
 
 def test_shared_buffers_are_sent_once():
@@ -226,7 +226,7 @@ def test_device_data_received_without_a_gpu_stays_in_cpu_memory():
         pytest.skip("this receiver has a GPU")  # the GPU side is test_dask.py's GPU tests
     header, frames = _serialize.host_frames(ad.column(pa.array(["a", None, "bc"])))
     header["device"] = [ad.Device("cuda", 0).code, 0]
-    got = _serialize.from_frames(ad.ArrowColumn, header, frames)
+    got = _serialize.from_frames(header, frames)
     assert got.device == ad.Device.cpu() and got.to_pylist() == ["a", None, "bc"]
 
 

@@ -247,3 +247,18 @@ def test_conversions():
     assert tbl.equals(SOURCE) and not tbl.equals(SOURCE.slice(1))
     text = repr(tbl)
     assert "rows=7" in text and "columns=3" in text and "a: int64" in text
+
+
+def test_struct_array_round_trip_keeps_the_record_batches_zero_copy():
+    source = pa.table({"a": pa.chunked_array([[1, 2], [3]]), "s": pa.chunked_array([["x", None], ["z"]])},
+                      metadata={"k": "v"})
+    tbl = ad.table(source)
+    struct = tbl.to_struct_array()
+    assert struct.type.storage_id == "struct" and struct.num_chunks == 2
+    assert struct.to_pyarrow().equals(source.to_struct_array())  # PyArrow's own Table.to_struct_array
+    again = ad.ArrowTable.from_struct_array(struct)
+    assert again.equals(tbl) and pa.table(again).schema.metadata == {b"k": b"v"}
+    assert [b.address for b in again.columns[1].buffers] == [b.address for b in tbl.columns[1].buffers]
+    assert ad.ArrowTable.from_struct_array(source.to_struct_array()).to_pyarrow().equals(source.replace_schema_metadata())
+    with pytest.raises(TypeError, match="expected a struct column, got int64"):
+        ad.ArrowTable.from_struct_array(pa.array([1, 2]))

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
+from arrowdev import _chunked
 
 from samples import CASES, LAYOUTS, N
 from samples import source_of as _source
@@ -357,7 +358,7 @@ def test_interval_chunks_export_as_one_array(fmt):
     values = INTERVALS[fmt]
     expected = [None if i % 3 == 1 else v for i, v in enumerate(values)]
     col = _interval(fmt, values)
-    chunked = ad.ArrowColumn(col.type, col[:4]._chunks + col[4:4]._chunks + col[4:]._chunks)
+    chunked = ad.ArrowColumn(col.type, _chunked.chunks(col[:4]) + _chunked.chunks(col[4:4]) + _chunked.chunks(col[4:]))
     assert chunked.num_chunks == 3 and chunked.to_pylist() == expected
     one = chunked.combine_chunks()
     assert one.num_chunks == 1 and one.type == col.type and one.to_pylist() == expected
@@ -385,7 +386,7 @@ def test_structs_of_intervals_and_string_views_read_without_nanoarrow():
     texts = ["a" * 20, None, "b", "c", "d" * 30, "e", None, "f", "g" * 13, "h", "i"]
     views = ad.column(pa.array(texts, pa.string_view()))
     dtype = ad.DataType.from_arrow(na.struct({"d": na.Schema(na.Type.INTERVAL_DAY_TIME), "s": na.string_view()}))
-    col = ad.ArrowColumn(dtype, [_capsules.build(11, 0, 0, [0], [days._chunks[0], views._chunks[0]])])
+    col = ad.ArrowColumn(dtype, [_capsules.build(11, 0, 0, [0], [_chunked.chunks(days)[0], _chunked.chunks(views)[0]])])
     expected = [{"d": d, "s": s} for d, s in zip(days.to_pylist(), texts)]
     assert col.to_pylist() == expected
     for start in range(11):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import _chunked
 from ..types import Device
 from .memory import memory_stats, set_limit, use_rmm
 from .runtime import device_count, is_available
 
 if TYPE_CHECKING:
-    from ..column import ArrowColumn
+    from .._chunked import ColumnCore as ArrowColumn  # any column: a copy is of the column's own class
 
 __all__ = ["copy_columns", "device_count", "is_available", "memory_stats", "set_limit", "use_for_cupy",
            "use_for_numba", "use_rmm"]
@@ -57,10 +58,12 @@ def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None)
         return list(columns)
     if len({c.device for c in todo}) > 1:
         raise ValueError(f"expected columns on one device, got {sorted({c.device for c in todo})}")
-    items = [(c.type, chunk, c._chunk_null_count(i), c._read) for c in todo for i, chunk in enumerate(c._chunks)]
+    items = [(_chunked.dtype(c), chunk, _chunked.chunk_null_count(c, i), _chunked.read(c))
+             for c in todo for i, chunk in enumerate(_chunked.chunks(c))]
     copied = iter(transfer.copy_chunks(items, todo[0].device, target, stream))
     results = {}
     for c in todo:
-        chunks = [next(copied) for _ in c._chunks]
-        results[id(c)] = c._derive(chunks, [c._chunk_null_count(i) for i in range(c.num_chunks)])
+        count = len(_chunked.chunks(c))
+        chunks = [next(copied) for _ in range(count)]
+        results[id(c)] = _chunked.derive(c, chunks, [_chunked.chunk_null_count(c, i) for i in range(count)])
     return [results.get(id(c), c) for c in columns]

@@ -26,7 +26,7 @@ import os
 import socket
 from typing import Any
 
-from .. import _capsules
+from .. import _capsules, _chunked, layout
 from ..errors import InvalidArrowError
 from ..types import DataType, Device
 from . import runtime
@@ -68,28 +68,25 @@ class _Exporter:
             self.handles.append(runtime.cupy().cuda.runtime.ipcGetMemHandle(base))
         return [self.index[base], address - base]
 
-    def node(self, tree: tuple) -> dict[str, Any]:
-        length, offset, null_count, buffers, children, dictionary = tree
-        return {"length": length, "offset": offset, "null_count": null_count,
-                "buffers": [self.buffer(b) for b in buffers], "children": [self.node(c) for c in children],
-                "dictionary": None if dictionary is None else self.node(dictionary)}
+    def node(self, tree: layout.Node) -> dict[str, Any]:
+        return {"length": tree.length, "offset": tree.offset, "null_count": tree.null_count,
+                "buffers": [self.buffer(b) for b in tree.buffers], "children": [self.node(c) for c in tree.children],
+                "dictionary": None if tree.dictionary is None else self.node(tree.dictionary)}
 
 
 def export_ipc(obj: Any) -> bytes:
     """The IPC description of a device column or table (see the module docstring)."""
     import pyarrow as pa
 
-    from ..column import ArrowColumn
-
-    is_table = not isinstance(obj, ArrowColumn)
-    col = obj._as_struct_column() if is_table else obj
+    is_table = not isinstance(obj, _chunked.ColumnCore)
+    col = obj.to_struct_array() if is_table else obj  # a table's record batches, as one struct column
     device = col.device
     if device.type != "cuda":
         raise ValueError(f"expected data on a CUDA device for export_ipc, got {device.type}: call to_device() first")
     runtime.check_device(device.id)  # DeviceUnavailableError, naming why, where CuPy or the driver is missing
-    col._wait_for_producers()
+    _chunked.wait_for_producers(col)
     exporter = _Exporter()
-    chunks = [exporter.node(held.tree()) for held in col._exportable_chunks()]
+    chunks = [exporter.node(layout.Node.of(held)) for held in _chunked.exportable_chunks(col)]
     field = pa.field(col.type)
     header = {"kind": "table" if is_table else "column", "host": socket.gethostname(), "pid": os.getpid(),
               "device": device.id, "device_uuid": _device_uuid(device.id),
@@ -124,9 +121,6 @@ def import_ipc(data: bytes) -> Any:
     """A column or table over another process's device memory, from its ``export_ipc()`` bytes."""
     import pyarrow as pa
 
-    from ..column import ArrowColumn
-    from ..table import ArrowTable
-
     if not isinstance(data, (bytes, bytearray, memoryview)) or not bytes(data[:len(_MAGIC)]) == _MAGIC:
         raise ValueError("expected the bytes of ArrowColumn.export_ipc() / ArrowTable.export_ipc()")
     data = bytes(data)
@@ -145,9 +139,7 @@ def import_ipc(data: bytes) -> Any:
     mappings = [_Mapping(bytes.fromhex(h), device_id) for h in header["handles"]]
     device = Device("cuda", device_id)
     chunks = [_build(node, mappings, device) for node in header["chunks"]]
-    if header["kind"] == "table":
-        return ArrowTable._from_batches(dtype, chunks)
-    return ArrowColumn(dtype, chunks)
+    return _chunked.make(header["kind"], dtype, chunks)
 
 
 def _build(node: dict[str, Any], mappings: list[_Mapping], device: Device) -> Any:

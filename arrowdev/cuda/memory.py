@@ -28,6 +28,12 @@ _stats = {"bytes_in_use": 0, "peak_bytes": 0, "allocations": 0, "frees": 0, "pin
 _watch: list[tuple[Any, tuple]] = []  # (event, objects kept alive until it fires)
 
 
+def in_use() -> bool:
+    """True once arrowdev's device memory has been used in this process (its pool exists): callers that
+    only count must not start CUDA."""
+    return _pool is not None
+
+
 def pool() -> Any:
     """arrowdev's device memory pool (a ``cupy.cuda.MemoryPool``, made on first use, or the
     :class:`RmmPool` after :func:`use_rmm`)."""

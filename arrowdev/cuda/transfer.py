@@ -47,13 +47,13 @@ class _Copy:
 
 
 @dataclass
-class _Node:
+class PlannedNode:
     length: int
     null_count: int
     offset: int
     buffers: list[int]
-    children: list[_Node]
-    dictionary: _Node | None
+    children: list[PlannedNode]
+    dictionary: PlannedNode | None
     keep: list[Any] = field(default_factory=list)
 
 
@@ -65,14 +65,15 @@ class Planner:
     def __init__(self) -> None:
         self.read: Callable[[int, int], bytes] = layout.read_cpu  # the source reader of the tree being planned
 
-    def _copy_range(self, node: _Node, src: int, first: int, end: int, rebase: tuple[int, int] | None = None) -> None:
+    def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
+                    rebase: tuple[int, int] | None = None) -> None:
         """Adds to ``node`` what stands for source bytes [first, end) of the buffer at ``src``
         (``rebase``: the offsets in them are to be lowered by ``value``, their width given)."""
         raise NotImplementedError
 
-    def plan(self, dtype: DataType, tree: tuple, lo: int, hi: int, null_count: int) -> _Node:
+    def plan(self, dtype: DataType, tree: layout.Node, lo: int, hi: int, null_count: int) -> PlannedNode:
         """The copy of rows [lo, hi) of one node and what it points at."""
-        length, offset, _, buffers, children, dictionary = tree
+        offset, buffers, children, dictionary = tree.offset, tree.buffers, tree.children, tree.dictionary
         storage, start, n = dtype.storage_id, offset + lo, hi - lo
         specs = layout.buffer_specs(dtype, start, n, buffers, self.read)
         if storage in _WHOLE:
@@ -81,7 +82,7 @@ class Planner:
             base = start
         else:
             base = start - start % 8
-        node = _Node(n, null_count, start - base, [], [], None)
+        node = PlannedNode(n, null_count, start - base, [], [], None)
         child_range = (0, None)
         for spec, src in zip(specs, buffers):
             if storage in _WHOLE:
@@ -104,11 +105,11 @@ class Planner:
         for child_type, child in zip(dtype.children, children):
             node.children.append(self._plan_child(dtype, child_type, child, base, start + n, child_range))
         if dictionary is not None:
-            node.dictionary = self.plan(dtype.value_type, dictionary, 0, dictionary[0], dictionary[2])
+            node.dictionary = self.plan(dtype.value_type, dictionary, 0, dictionary.length, dictionary.null_count)
         return node
 
-    def _plan_child(self, parent: DataType, dtype: DataType, child: tuple, first: int, end: int,
-                    offsets_range: tuple) -> _Node:
+    def _plan_child(self, parent: DataType, dtype: DataType, child: layout.Node, first: int, end: int,
+                    offsets_range: tuple) -> PlannedNode:
         storage = parent.storage_id
         if storage in ("list", "large_list", "map"):
             lo, hi = offsets_range
@@ -117,8 +118,8 @@ class Planner:
         elif storage in ("struct", "sparse_union"):
             lo, hi = first, end
         else:
-            lo, hi = 0, child[0]
-        return self.plan(dtype, child, lo, hi, child[2] if (lo, hi) == (0, child[0]) else -1)
+            lo, hi = 0, child.length
+        return self.plan(dtype, child, lo, hi, child.null_count if (lo, hi) == (0, child.length) else -1)
 
     def _offset(self, src: int, index: int, width: int) -> int:
         return int.from_bytes(self.read(src + index * width, width), "little", signed=True) if src else 0
@@ -147,7 +148,8 @@ class Transfer(Planner):
             buf = memory.PinnedBuffer(nbytes)
         return buf.ptr, buf
 
-    def _copy_range(self, node: _Node, src: int, first: int, end: int, rebase: tuple[int, int] | None = None) -> None:
+    def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
+                    rebase: tuple[int, int] | None = None) -> None:
         """Adds a buffer holding source bytes [first, end) of the buffer at ``src`` to ``node``."""
         if not src:
             node.buffers.append(0)
@@ -223,7 +225,7 @@ class Transfer(Planner):
 
     # ---- results -------------------------------------------------------------------------------
 
-    def build(self, node: _Node, event: runtime.SyncEvent | None) -> Any:
+    def build(self, node: PlannedNode, event: runtime.SyncEvent | None) -> Any:
         """The held array for a planned node (children first); the top one carries the event."""
         children = [self.build(child, None) for child in node.children]
         dictionary = self.build(node.dictionary, None) if node.dictionary is not None else None
@@ -241,6 +243,6 @@ def copy_chunks(items: list[tuple[DataType, Any, int, Callable[[int, int], bytes
     plans = []
     for dtype, held, nulls, read in items:
         transfer.read = read
-        plans.append(transfer.plan(dtype, held.tree(), 0, held.length, nulls))
+        plans.append(transfer.plan(dtype, layout.Node.of(held), 0, held.length, nulls))
     event = transfer.run([item[1].sync_event for item in items], [item[1] for item in items])
     return [transfer.build(plan, event) for plan in plans]

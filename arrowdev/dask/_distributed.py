@@ -31,9 +31,7 @@ _DEVICE_TYPES = ("cuda", "cuda_managed")
 
 def nbytes(obj: ArrowColumn | ArrowTable) -> int:
     """Bytes of the buffers of the rows in range, what a send carries (shared buffers counted once)."""
-    kind, col = _serialize._kind_and_column(obj)
-    _, spans = _serialize._plan(kind, col, col.device)
-    return sum(size for _, size in spans)
+    return _serialize.nbytes(obj)
 
 
 def _sizeof(obj: ArrowColumn | ArrowTable) -> int:
@@ -44,10 +42,8 @@ def _on_device(obj: ArrowColumn | ArrowTable) -> bool:
     return obj.device.type in _DEVICE_TYPES
 
 
-def _deserializer(cls: type) -> Any:
-    def deserialize(header: dict[str, Any], frames: list[Any]) -> Any:
-        return _serialize.from_frames(cls, header, frames)
-    return deserialize
+def _deserialize(header: dict[str, Any], frames: list[Any]) -> Any:
+    return _serialize.from_frames(header, frames)
 
 
 def register() -> None:
@@ -62,9 +58,9 @@ def register() -> None:
         return
     for cls in (ArrowColumn, ArrowTable):
         dask_serialize.register(cls)(_serialize.host_frames)
-        dask_deserialize.register(cls)(_deserializer(cls))
+        dask_deserialize.register(cls)(_deserialize)
         cuda_serialize.register(cls)(_serialize.device_frames)
-        cuda_deserialize.register(cls)(_deserializer(cls))
+        cuda_deserialize.register(cls)(_deserialize)
     _register_dask_cuda()
 
 

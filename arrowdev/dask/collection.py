@@ -16,6 +16,7 @@ PartitionedTable<lambda, npartitions=3>
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import Task, TaskRef
 from dask.utils import funcname
 
+from .. import _chunked
 from ..column import ArrowColumn
 from ..table import ArrowTable, table
 
@@ -125,10 +127,13 @@ class PartitionedTable(_Partitioned):
 
     def to_parquet(self, path: str, *, compute: bool = True, **write_options: Any) -> Any:
         """One Parquet file per partition, ``{path}/part.{i}.parquet`` (``pyarrow.parquet.write_table``
-        options pass through); the list of files written, or a delayed one with ``compute=False``."""
-        from .parquet import to_parquet
-
-        return to_parquet(self, path, compute=compute, **write_options)
+        options pass through); the list of files written, or a delayed one with ``compute=False``.
+        (Here rather than in :mod:`arrowdev.dask.parquet`, which imports this module.)"""
+        os.makedirs(path, exist_ok=True)
+        written = [dask.delayed(_write_parquet)(p, os.path.join(path, f"part.{i}.parquet"), write_options)
+                   for i, p in enumerate(self.to_delayed())]
+        out = dask.delayed(list)(written)
+        return out.compute() if compute else out
 
 
 class PartitionedColumn(_Partitioned):
@@ -157,6 +162,13 @@ def _apply_column(col: ArrowColumn, f: Any, null_aware: bool, out_type: Any, str
 
 def _append_column(tbl: ArrowTable, name: str, col: ArrowColumn) -> ArrowTable:
     return tbl.append_column(name, col)
+
+
+def _write_parquet(tbl: ArrowTable, path: str, options: dict[str, Any]) -> str:
+    import pyarrow.parquet as pq
+
+    pq.write_table(tbl.to_pyarrow(), path, **options)
+    return path
 
 
 # ---- building collections ---------------------------------------------------------------------------
@@ -232,7 +244,7 @@ def _host_parts(parts: list[Any]) -> list[Any]:
         if isinstance(p, ArrowColumn):
             out.append(copy_columns([p], Device.cpu())[0])
         else:
-            out.append(p._with_columns(copy_columns(p.columns, Device.cpu())))
+            out.append(ArrowTable.from_struct_array(copy_columns([p.to_struct_array()], Device.cpu())[0]))
     return out
 
 
@@ -245,8 +257,8 @@ def concat_tables(parts: Sequence[ArrowTable]) -> ArrowTable:
     for i, p in enumerate(parts):
         if p.schema != schema:
             raise ValueError(f"expected partitions of one schema, got {schema} in partition 0 and {p.schema} in {i}")
-    batches = [b for p in parts for b in p._as_struct_column()._chunks]
-    return ArrowTable._from_batches(schema, batches)
+    batches = [b for p in parts for b in _chunked.chunks(p.to_struct_array())]
+    return ArrowTable.from_struct_array(ArrowColumn(schema, batches))
 
 
 def concat_columns(parts: Sequence[ArrowColumn]) -> ArrowColumn:
@@ -258,4 +270,4 @@ def concat_columns(parts: Sequence[ArrowColumn]) -> ArrowColumn:
     for i, p in enumerate(parts):
         if p.type != dtype:
             raise ValueError(f"expected partitions of one type, got {dtype} in partition 0 and {p.type} in {i}")
-    return ArrowColumn(dtype, [c for p in parts for c in p._chunks])
+    return ArrowColumn(dtype, [c for p in parts for c in _chunked.chunks(p)])

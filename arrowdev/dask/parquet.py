@@ -6,8 +6,6 @@ import glob
 import os
 from typing import Any
 
-import dask
-
 from ..table import ArrowTable, table
 from .collection import PartitionedTable, from_map
 
@@ -54,17 +52,7 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None,
                     [columns] * len(pieces), [device] * len(pieces))
 
 
-def _write(tbl: ArrowTable, path: str, options: dict[str, Any]) -> str:
-    import pyarrow.parquet as pq
-
-    pq.write_table(tbl.to_pyarrow(), path, **options)
-    return path
-
-
 def to_parquet(parts: PartitionedTable, path: str, *, compute: bool = True, **options: Any) -> Any:
-    """Writes ``{path}/part.{i}.parquet`` per partition; the paths (a delayed list with ``compute=False``)."""
-    os.makedirs(path, exist_ok=True)
-    written = [dask.delayed(_write)(p, os.path.join(path, f"part.{i}.parquet"), options)
-               for i, p in enumerate(parts.to_delayed())]
-    out = dask.delayed(list)(written)
-    return out.compute() if compute else out
+    """Writes ``{path}/part.{i}.parquet`` per partition; the paths (a delayed list with ``compute=False``).
+    The same as :meth:`PartitionedTable.to_parquet`."""
+    return parts.to_parquet(path, compute=compute, **options)

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _capsules
+from .. import _capsules, _chunked
 from ..types import DataType
 
 if TYPE_CHECKING:
-    from ..column import ArrowColumn
+    from .._chunked import ColumnCore as ArrowColumn  # an ArrowColumn: its public API and its core
 
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
 
@@ -31,12 +31,8 @@ _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
 # ---- import --------------------------------------------------------------------------------------
 
 def from_dlpack(obj: Any) -> tuple[DataType, list[Any]]:
-    """A DLPack producer: CPU tensors through NumPy, device tensors through CuPy (zero-copy)."""
-    device_type, _ = obj.__dlpack_device__()
-    if device_type == _KDL_CPU:
-        from .._from_arrow import read_arrow
-
-        return read_arrow(np.from_dlpack(obj))
+    """A DLPack producer on a device, through CuPy (zero-copy; CPU tensors are read through NumPy by
+    :mod:`arrowdev._from_arrow`)."""
     from ..cuda import runtime
 
     return from_cuda_array_interface(runtime.cupy().from_dlpack(obj))
@@ -107,7 +103,7 @@ def _one_chunk(col: ArrowColumn) -> Any:
     if col.num_chunks != 1:
         raise ValueError(f"expected one chunk for a zero-copy view, got {col.num_chunks}: "
                          "pass the column's chunks one by one, or concatenate with pa.array(col)")
-    return col._chunks[0]
+    return _chunked.chunks(col)[0]
 
 
 def cuda_array_interface(col: ArrowColumn) -> dict[str, Any]:
@@ -119,7 +115,7 @@ def cuda_array_interface(col: ArrowColumn) -> dict[str, Any]:
     dtype = _numpy_dtype(col)
     held = _one_chunk(col)
     stream = runtime.stream_for(col.device.id)
-    runtime.wait_on_events(stream, col._sync_events())
+    runtime.wait_on_events(stream, _chunked.sync_events(col))
     return {
         "shape": (held.length,),
         "typestr": dtype.str,
@@ -169,7 +165,7 @@ def to_cupy(col: ArrowColumn) -> Any:
     cp = runtime.cupy()
     held = _one_chunk(col)
     first, end = held.offset // 8, (held.offset + held.length + 7) // 8
-    runtime.synchronize_events(col._sync_events())
+    runtime.synchronize_events(_chunked.sync_events(col))
     with cp.cuda.Device(col.device.id):
         mem = cp.cuda.UnownedMemory(held.buffers[1] + first, max(end - first, 1), col, col.device.id)
         bits = cp.ndarray(end - first, cp.uint8, cp.cuda.MemoryPointer(mem, 0))
@@ -193,7 +189,7 @@ def dlpack(col: ArrowColumn, stream: Any = None, **kwargs: Any) -> Any:
         raise ValueError(f"the column has {col.null_count} nulls and DLPack has no validity: "
                          "fill or drop them first")
     if col.device.is_cpu_readable:
-        col._wait_for_producers()
+        _chunked.wait_for_producers(col)
         return _numpy_view(col).__dlpack__(stream=stream, **kwargs)
     from ..cuda import runtime
 

@@ -1,7 +1,9 @@
 """PyArrow adapter: conversions, casts and concatenation done by PyArrow on CPU data.
 
 Adapters translate; they own nothing. Everything here goes through the PyCapsule protocols, so
-the PyArrow objects share arrowdev's buffers and keep its containers alive.
+the PyArrow objects share arrowdev's buffers and keep its containers alive. Functions take a column
+(its public API and :mod:`arrowdev._chunked`); those that make new data return held arrays, which
+column.py wraps.
 
 PyArrow has no type for two Arrow formats, ``tiM`` (interval[months]) and ``tiD``
 (interval[day_time]). Their layouts are those of ``int32`` and ``fixed_size_binary(8)``, so PyArrow
@@ -17,17 +19,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from .. import _chunked
+from .._from_arrow import read_arrow
+from ..types import DataType
+
 if TYPE_CHECKING:
-    from ..column import ArrowColumn
-    from ..types import DataType
+    from .._chunked import ColumnCore as ArrowColumn  # an ArrowColumn: its public API and its core
 
 _STAND_INS = {"tiM": "i", "tiD": "w:8"}  # same buffers, a format PyArrow knows
 
 
 def needs_stand_in(dtype: DataType) -> bool:
     """True when ``dtype`` holds a type PyArrow cannot import (anywhere in its tree)."""
-    c = dtype._c
-    return _needs(c)
+    return _needs(dtype.c_schema)
 
 
 def _needs(c: Any) -> bool:
@@ -37,9 +41,7 @@ def _needs(c: Any) -> bool:
 
 def stand_in(dtype: DataType) -> DataType:
     """``dtype`` with every type PyArrow cannot import replaced by one of the same layout."""
-    from ..types import DataType
-
-    return DataType(_stand_in(dtype._c)) if needs_stand_in(dtype) else dtype
+    return DataType(_stand_in(dtype.c_schema)) if needs_stand_in(dtype) else dtype
 
 
 def _stand_in(c: Any) -> Any:
@@ -64,42 +66,39 @@ def to_storage_chunked_array(col: ArrowColumn) -> pa.ChunkedArray:
     dtype = stand_in(col.type)
     if dtype is col.type:
         return to_chunked_array(col)
-    host = col._on_cpu()
-    return pa.ChunkedArray._import_from_c_capsule(stream_capsule(dtype, host._exportable_chunks(), device=False))
+    host = col.to_host()  # the column itself where the CPU reads it
+    _chunked.wait_for_producers(host)
+    ready = _chunked.exportable_chunks(host)
+    return pa.ChunkedArray._import_from_c_capsule(stream_capsule(dtype, ready, device=False))
 
 
-def _relabelled(dtype: DataType, arr: pa.Array) -> ArrowColumn:
-    """A column of type ``dtype`` over the buffers of ``arr`` (of ``dtype``'s stand-in type)."""
-    from ..column import ArrowColumn
-
-    return ArrowColumn(dtype, ArrowColumn.from_arrow(arr)._chunks)
+def _held(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """The held arrays over the buffers of a PyArrow array (zero-copy)."""
+    return read_arrow(arr)[1]
 
 
-def empty(dtype: DataType) -> ArrowColumn:
-    """A column of one empty chunk of ``dtype`` (``pa.nulls(0)`` builds one for every type)."""
-    return _relabelled(dtype, pa.nulls(0, stand_in(dtype).to_pyarrow()))
+def empty_chunks(dtype: DataType) -> list[Any]:
+    """One empty held array of ``dtype`` (``pa.nulls(0)`` builds one for every type)."""
+    return _held(pa.nulls(0, stand_in(dtype).to_pyarrow()))
 
 
-def cast(col: ArrowColumn, target: DataType) -> ArrowColumn:
-    """The column cast to ``target`` by PyArrow (a copy of what the cast rewrites)."""
-    from ..column import ArrowColumn
-    from ..types import DataType
-
+def cast(col: ArrowColumn, target: DataType) -> tuple[DataType, list[Any]]:
+    """The column cast to ``target`` by PyArrow (a copy of what the cast rewrites): its type (the
+    column's field name and nullability) and chunks."""
     target_type = target.to_pyarrow()
     cast_chunks = [chunk.cast(target_type) for chunk in to_chunked_array(col).chunks]
     field = pa.field(col.name or "", target_type, nullable=col.type.nullable)
-    imported = ArrowColumn.from_arrow(pa.chunked_array(cast_chunks, type=target_type))
-    return ArrowColumn(DataType.from_arrow(field), imported._chunks)
+    return DataType.from_arrow(field), _held(pa.chunked_array(cast_chunks, type=target_type))
 
 
-def concatenate(col: ArrowColumn) -> ArrowColumn:
-    """The column as one chunk: PyArrow concatenates the chunks (a copy)."""
+def concatenate(col: ArrowColumn) -> Any:
+    """The column as one held array in CPU memory: PyArrow concatenates the chunks (a copy)."""
     # Empty chunks are left out: PyArrow loses the buffers of an empty chunk with an offset after
     # its own C import, and they add nothing.
     chunks = [c for c in to_storage_chunked_array(col).chunks if len(c)]
     if not chunks:
-        return empty(col.type)
-    return _relabelled(col.type, pa.concat_arrays(chunks))
+        return empty_chunks(col.type)[0]
+    return _held(pa.concat_arrays(chunks))[0]
 
 
 # ---- values --------------------------------------------------------------------------------------

@@ -1,0 +1,217 @@
+"""The internal layer under the user objects: a column's chunks and what the layers beside it do with
+them (null counts, reading memory after the producers' events, slicing, alignment, arrays ready to
+export), so that ``cuda/``, ``interop/``, ``udf/`` and ``_serialize`` never import ``column.py`` or
+``table.py`` nor read their private state.
+
+A column's state lives in its native base, ``_capsules.ColumnCore`` (capsules/column.c): a type
+(:class:`~arrowdev.types.DataType`), its chunks (a list of held arrays, ``CDeviceArray``) and, per
+chunk, the null count where known. Every function here takes such a *core* (an ``ArrowColumn`` is
+one); the few that make a new column make one of the core's own class, so this layer needs no import
+of the classes above it. Layers that receive data with no column at hand (IPC, unpickling) build user
+objects through :func:`make`, whose constructors ``column.py`` and ``table.py`` register.
+
+>>> import pyarrow as pa, arrowdev as ad
+>>> col = ad.column(pa.chunked_array([[1, None], [3]]))
+>>> [c.length for c in chunks(col)], [chunk_null_count(col, i) for i in range(2)], chunk_starts(col)
+([2, 1], [1, 0], [0, 2])
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+from . import _capsules, layout
+from .errors import DeviceUnavailableError
+from .types import DataType, Device
+
+__all__ = ["ColumnCore", "aligned_bounds", "chunk_null_count", "chunk_starts", "chunks", "derive", "device",
+           "dtype", "exportable_chunks", "make", "null_counts", "read", "ready_chunk", "reader_for",
+           "register_maker", "slice_chunks", "struct_field", "sync_events", "wait_for_producers"]
+
+ColumnCore = _capsules.ColumnCore
+_CPU = 1  # ArrowDeviceType of CPU memory
+
+# ---- the state ----------------------------------------------------------------------------------
+
+
+def dtype(core: ColumnCore) -> DataType:
+    """The column's type."""
+    return core._type
+
+
+def chunks(core: ColumnCore) -> list[Any]:
+    """The column's chunks, held arrays (the list itself: columns share it, nobody changes it)."""
+    return core._chunks
+
+
+def null_counts(core: ColumnCore) -> list[int | None]:
+    """Each chunk's null count where known (None: to be counted), as the chunks say at first."""
+    if core._nulls is None:
+        core._nulls = [n if (n := c.null_count) >= 0 else None for c in core._chunks]
+    return core._nulls
+
+
+def derive(core: ColumnCore, new_chunks: list[Any], nulls: list[int | None] | None = None,
+           new_type: DataType | None = None) -> Any:
+    """A column of ``core``'s class over ``new_chunks`` (of ``core``'s type unless ``new_type``),
+    with the null counts already known (``nulls``; None: none known)."""
+    out = type(core)(core._type if new_type is None else new_type, new_chunks)
+    if nulls is not None:
+        out._nulls = list(nulls)
+    return out
+
+
+def device(core: ColumnCore) -> Device:
+    """The device of the chunks (CPU for a column of none)."""
+    held = core._chunks
+    if not held:
+        return Device.cpu()
+    return Device.from_code(held[0].device_type, held[0].device_id)
+
+
+def chunk_starts(core: ColumnCore) -> list[int]:
+    """The row at which each chunk starts."""
+    return list(itertools.accumulate((c.length for c in core._chunks), initial=0))[:-1]
+
+
+# ---- reading memory -------------------------------------------------------------------------------
+
+
+def reader_for(where: Device) -> layout.Reader:
+    """The function that reads bytes of memory on ``where`` to the host."""
+    if where.is_cpu_readable:
+        return layout.read_cpu
+    if where.type in ("cuda", "cuda_managed"):
+        from .cuda import runtime
+
+        return lambda address, nbytes: runtime.read_bytes(address, nbytes, where.id)
+    raise DeviceUnavailableError(f"arrowdev cannot read {where.type} memory")
+
+
+def sync_events(core: ColumnCore) -> list[int]:
+    """The chunks' sync events (addresses of ``cudaEvent_t``), where they have one."""
+    return [c.sync_event for c in core._chunks if c.sync_event]
+
+
+def wait_for_producers(core: ColumnCore) -> None:
+    """Blocks until the work producing the column's data has finished (its sync events, O4)."""
+    events = sync_events(core)
+    if events:
+        from .cuda import runtime
+
+        runtime.synchronize_events(events)
+
+
+def read(core: ColumnCore) -> layout.Reader:
+    """A reader of the column's memory that first waits for its producers (O4); the wait happens only
+    when a computation really needs bytes."""
+    def read_after_producers(address: int, nbytes: int) -> bytes:
+        wait_for_producers(core)
+        return reader_for(device(core))(address, nbytes)
+    return read_after_producers
+
+
+# ---- null counts and exports ---------------------------------------------------------------------
+
+
+def chunk_null_count(core: ColumnCore, i: int) -> int:
+    """Chunk ``i``'s null count, computed from its validity bitmap where the producer said -1
+    (counted once, then kept)."""
+    known = null_counts(core)
+    n = known[i]
+    if n is None:
+        c = core._chunks[i]
+        validity = c.buffers[0] if c.n_buffers else 0
+        n = known[i] = layout.null_count(core._type, c.offset, c.length, validity, read(core))
+    return n
+
+
+def ready_chunk(core: ColumnCore, i: int) -> Any:
+    """Chunk ``i``, its exports carrying computed null counts: for the top node always, below it
+    where that needs no device read. Counted once per chunk."""
+    chunk = core._chunks[i]
+    if chunk.needs_null_counts:
+        _fill_null_counts(core, i)
+    return chunk
+
+
+def exportable_chunks(core: ColumnCore) -> list[Any]:
+    """The chunks, each ready to export with computed null counts (O5: -1 is computed, not passed on)."""
+    return [ready_chunk(core, i) for i in range(len(core._chunks))]
+
+
+def _fill_null_counts(core: ColumnCore, i: int) -> None:
+    """Gives chunk ``i``'s container a null count for every node whose producer said -1
+    (capsules/container.c C6): the top's as :func:`chunk_null_count` computes it; a node below it
+    from its type and validity bitmap, where the bitmap is CPU-readable or not needed (device
+    bitmaps are not read for this: those nodes keep -1, as the C Data interface allows)."""
+    chunk, column_type = core._chunks[i], core._type
+    reader = read(core) if device(core).is_cpu_readable else None
+    tree = layout.Node.of(chunk)
+    counts = [chunk_null_count(core, i)]
+    for child_type, child in zip(column_type.children, tree.children):
+        counts.extend(layout.node_null_counts(child_type, child, reader))
+    if tree.dictionary is not None and column_type.value_type is not None:
+        counts.extend(layout.node_null_counts(column_type.value_type, tree.dictionary, reader))
+    chunk.set_null_counts(counts)
+
+
+# ---- slicing and alignment -----------------------------------------------------------------------
+
+
+def struct_field(held: Any, index: int) -> Any:
+    """Child ``index`` of a held struct array, as its own array over the struct's rows (a struct's
+    offset applies to its children)."""
+    child = held.child(index)
+    if held.offset or child.length != held.length:
+        child = child.slice(child.offset + held.offset, held.length, 0 if child.null_count == 0 else -1)
+    return child
+
+
+def slice_chunks(core: ColumnCore, start: int, stop: int) -> tuple[list[Any], list[int | None]]:
+    """The chunks of rows [start, stop) (``0 <= start <= stop <= len``) and their known null counts,
+    zero-copy: whole chunks where the range covers them, sliced ones at the ends."""
+    held, known_nulls = core._chunks, null_counts(core)
+    if start == stop and held:  # an empty slice keeps a chunk, so its device and type
+        # (at offset 0: PyArrow loses the buffers of an empty array with an offset when it
+        # concatenates it after its C import)
+        return [held[0].slice(0, 0, 0)], [0]
+    out, nulls = [], []
+    for i, (chunk, first) in enumerate(zip(held, chunk_starts(core))):
+        lo, hi = max(start, first), min(stop, first + chunk.length)
+        if lo >= hi:
+            continue
+        if hi - lo == chunk.length:
+            out.append(chunk)
+            nulls.append(known_nulls[i])
+        else:
+            known = 0 if known_nulls[i] == 0 else -1
+            out.append(chunk.slice(chunk.offset + lo - first, hi - lo, known))
+            nulls.append(0 if known == 0 else None)
+    return out, nulls
+
+
+def aligned_bounds(cores: list[ColumnCore], num_rows: int) -> list[tuple[int, int]]:
+    """Row ranges [lo, hi) cut at every chunk start of every column: each lies in one chunk of each."""
+    starts = {0}
+    for core in cores:
+        starts.update(chunk_starts(core))
+    bounds = sorted(s for s in starts if s < num_rows) + [num_rows]
+    return list(zip(bounds, bounds[1:]))
+
+
+# ---- user objects made below them ----------------------------------------------------------------
+
+_MAKERS: dict[str, Callable[[DataType, list[Any]], Any]] = {}
+
+
+def register_maker(kind: str, make_one: Callable[[DataType, list[Any]], Any]) -> None:
+    """Registers how to make a user object of ``kind`` ("column": from its type and chunks; "table": from
+    its struct type and record batches). column.py and table.py register theirs when imported."""
+    _MAKERS[kind] = make_one
+
+
+def make(kind: str, of_type: DataType, held: list[Any]) -> Any:
+    """A column or table (``kind``) over held arrays, for layers that cannot import the user objects."""
+    return _MAKERS[kind](of_type, held)

@@ -1,0 +1,324 @@
+"""The layers as tests: imports run one way (no cycle among arrowdev's modules, counting imports inside
+functions and under TYPE_CHECKING), the layers below the user objects never import them or the
+integrations above them, and no module reads private state of another module's objects.
+
+The import graph is read from the sources with ``ast`` (as /work/notes/imports.py does); a submodule's
+import of its own parent packages is not an edge (importing ``arrowdev.x`` always runs
+``arrowdev/__init__.py`` first: the package root sits on top).
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from functools import cache
+
+import pytest
+
+import arrowdev
+
+PACKAGE = pathlib.Path(arrowdev.__file__).parent
+TESTS = pathlib.Path(__file__).parent
+
+USER_OBJECTS = ("arrowdev.column", "arrowdev.table")
+ABOVE = ("arrowdev.dask", "arrowdev.ray", "arrowdev.spark")
+BELOW = ("arrowdev.cuda", "arrowdev.interop", "arrowdev.udf", "arrowdev._chunked", "arrowdev._from_arrow",
+         "arrowdev._to_arrow", "arrowdev._serialize", "arrowdev.layout", "arrowdev.types", "arrowdev.errors",
+         "arrowdev.debug")
+
+# udf/ is being refactored on its own branch (udf-p2), which removes these; nothing else may be added here.
+PENDING_UDF_IMPORTS = {("arrowdev.udf.apply", "arrowdev.column"), ("arrowdev.udf.apply", "arrowdev.table"),
+                       ("arrowdev.udf.rolling", "arrowdev.column")}
+PENDING_UDF_READS = {("arrowdev.udf.apply", "_chunks"), ("arrowdev.udf.apply", "_chunk_null_count"),
+                     ("arrowdev.udf.apply", "_as_struct_column"), ("arrowdev.udf.rolling", "_one_array"),
+                     ("arrowdev.udf.chunks", "_chunks"), ("arrowdev.udf.chunks", "_chunk_null_count"),
+                     ("arrowdev.udf.chunks", "_read")}
+
+# The native base of ArrowColumn (capsules/column.c) holds these; arrowdev._chunked is the layer that works
+# on them, column.py the class built on them.
+NATIVE_FIELDS = {"_type": "arrowdev._capsules", "_chunks": "arrowdev._capsules", "_nulls": "arrowdev._capsules"}
+# Modules that may read one another's private names: the user objects, and the native base with its layer.
+# tests/test_column.py tests the native base itself (what it holds before anything is computed).
+FRIENDS = [{"arrowdev.column", "arrowdev.table"},
+           {"arrowdev._capsules", "arrowdev._chunked", "arrowdev.column", "tests.test_column"}]
+
+
+def _module_name(path: pathlib.Path, root: pathlib.Path, prefix: str) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([prefix, *parts]) if prefix else ".".join(parts)
+
+
+@cache
+def _sources() -> dict[str, tuple[ast.Module, bool]]:
+    """arrowdev's modules by name: their syntax tree, and whether the module is a package."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        out[_module_name(path, PACKAGE, "arrowdev")] = (ast.parse(path.read_text(), str(path)),
+                                                        path.name == "__init__.py")
+    return out
+
+
+def _imported(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: set[str]) -> list[str]:
+    """The arrowdev modules an import statement names (the longest known prefix of each)."""
+    if isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            base = module.split(".") if is_package else module.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            stem = ".".join(base + ([node.module] if node.module else []))
+        else:
+            stem = node.module or ""
+        targets = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in known else stem for a in node.names]
+    found = []
+    for target in targets:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target:
+            found.append(target)
+    return found
+
+
+@cache
+def import_graph() -> dict[str, frozenset[str]]:
+    """Module -> the arrowdev modules it imports anywhere in its source (functions, TYPE_CHECKING)."""
+    sources = _sources()
+    known = set(sources)
+    graph = {}
+    for module, (tree, is_package) in sources.items():
+        edges = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges.update(t for t in _imported(module, is_package, node, known)
+                             if t != module and not module.startswith(t + "."))
+        graph[module] = frozenset(edges)
+    return graph
+
+
+def cycles(graph: dict[str, frozenset[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
+    graph = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset({"a"})}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": frozenset({"b"}), "b": frozenset()}) == []
+    tree = ast.parse("def f():\n    from ..column import ArrowColumn\n")
+    assert _imported("arrowdev.cuda.ipc", False, tree.body[0].body[0], {"arrowdev.column"}) == ["arrowdev.column"]
+
+
+def test_no_import_cycle_among_arrowdev_modules():
+    graph = {m: frozenset(t for t in targets if (m, t) not in PENDING_UDF_IMPORTS)
+             for m, targets in import_graph().items()}
+    assert cycles(graph) == []
+
+
+def test_the_layers_below_the_user_objects_never_import_them_or_the_integrations_above():
+    wrong = sorted((m, t) for m, targets in import_graph().items() if _under(m, BELOW)
+                   for t in targets if _under(t, USER_OBJECTS + ABOVE) and (m, t) not in PENDING_UDF_IMPORTS)
+    assert wrong == []
+
+
+def test_only_udf_modules_wait_on_their_branch():
+    assert all(_under(m, ("arrowdev.udf",)) for m, _ in PENDING_UDF_IMPORTS | PENDING_UDF_READS)
+
+
+# ---- private state --------------------------------------------------------------------------------
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def _defined_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The private names a module defines: (members of its objects: class members and slots, and
+    attributes it assigns on instances, ``self._x = ...``; its module globals)."""
+    members, module_globals = set(), set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            module_globals.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            module_globals.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    members.add(item.name)
+                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    members.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                    if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
+                        members.update(c.value for c in ast.walk(item.value)
+                                       if isinstance(c, ast.Constant) and isinstance(c.value, str))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            members.add(node.attr)
+    return {n for n in members if _is_private(n)}, {n for n in module_globals if _is_private(n)}
+
+
+@cache
+def _owners() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Private name -> the arrowdev modules that define it: as a member of their objects; as a module global."""
+    members: dict[str, set[str]] = {}
+    module_globals: dict[str, set[str]] = {}
+    for module, (tree, _) in _sources().items():
+        own_members, own_globals = _defined_names(tree)
+        for name in own_members:
+            members.setdefault(name, set()).add(module)
+        for name in own_globals:
+            module_globals.setdefault(name, set()).add(module)
+    for name, module in NATIVE_FIELDS.items():
+        members.setdefault(name, set()).add(module)
+    return members, module_globals
+
+
+def _may_read(reader: str, owners: set[str]) -> bool:
+    return reader in owners or any(reader in group and group & owners for group in FRIENDS)
+
+
+def _module_aliases(module: str, tree: ast.Module) -> dict[str, str]:
+    """Local name -> arrowdev module, for the modules ``module`` imports as names."""
+    known, aliases = set(_sources()), {}
+    is_package = module in _sources() and _sources()[module][1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias, target in zip(node.names, _imported(module, is_package, node, known)):
+                if target.rpartition(".")[2] == alias.name:
+                    aliases[alias.asname or alias.name] = target
+    return aliases
+
+
+def _other_libraries_names(module: str, tree: ast.Module) -> set[str]:
+    """Local names bound by imports from outside arrowdev (numba's ``_Kernel``, ``compiler``): their
+    private attributes are that library's business."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if not a.name.startswith("arrowdev"))
+        elif isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith("arrowdev"):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def foreign_private_reads(module: str, tree: ast.Module, globals_too: bool = True) -> list[tuple[str, str]]:
+    """(module, ``expr._name``) for each read of a private attribute that another arrowdev module
+    defines on its objects (attributes of ``self`` / ``cls`` aside), and with ``globals_too`` of a
+    private global of another arrowdev module (``memory._pool``). Names no arrowdev module defines
+    are other libraries' (PyArrow's ``_import_from_c_capsule``): not this test's business."""
+    (members, module_globals), (own_members, _) = _owners(), _defined_names(tree)
+    aliases = _module_aliases(module, tree) if globals_too else {}
+    outside = _other_libraries_names(module, tree)
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
+            continue
+        value = node.value
+        if isinstance(value, ast.Name) and value.id in ("self", "cls") or _root(value) in outside:
+            continue
+        if isinstance(value, ast.Name) and value.id in aliases:  # a module's global
+            owner = aliases[value.id]
+            wrong = owner in module_globals.get(node.attr, ()) and not _may_read(module, {owner})
+        else:
+            wrong = (node.attr in members and node.attr not in own_members
+                     and not _may_read(module, members[node.attr]))
+        if wrong:
+            found.append((module, f"{ast.unparse(value)}.{node.attr}"))
+    return found
+
+
+def test_the_private_read_finder_finds_a_read_of_a_column_chunk_list():
+    tree = ast.parse("from arrowdev.cuda import memory\n"
+                     "def f(col):\n    return col._chunks, col.chunks, x._nulls, memory._pool\n")
+    assert foreign_private_reads("arrowdev.interop.x", tree) == [
+        ("arrowdev.interop.x", "col._chunks"), ("arrowdev.interop.x", "x._nulls"),
+        ("arrowdev.interop.x", "memory._pool")]
+    assert foreign_private_reads("arrowdev._chunked", tree) == [("arrowdev._chunked", "memory._pool")]
+
+
+def test_no_module_reads_private_state_of_another_modules_objects():
+    wrong = [(m, read) for m, (tree, _) in _sources().items() for m, read in foreign_private_reads(m, tree)
+             if (m, read.rpartition(".")[2]) not in PENDING_UDF_READS]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("path", sorted(TESTS.glob("*.py")), ids=lambda p: p.name)
+def test_tests_use_public_api_or_the_internal_core(path):
+    tree = ast.parse(path.read_text(), str(path))
+    assert foreign_private_reads(f"tests.{path.stem}", tree, globals_too=False) == []
+
+
+# ---- the native module's typed stub ----------------------------------------------------------------
+
+
+def _stub() -> dict[str, set[str] | None]:
+    """Names in arrowdev/_capsules.pyi: each function (None) and each class with its members."""
+    tree = ast.parse((PACKAGE / "_capsules.pyi").read_text())
+    out: dict[str, set[str] | None] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = None
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = {item.name if isinstance(item, ast.FunctionDef) else item.target.id
+                              for item in node.body if isinstance(item, (ast.FunctionDef, ast.AnnAssign))}
+    return out
+
+
+def test_the_native_module_stub_names_what_the_module_has():
+    from arrowdev import _capsules
+
+    stub = _stub()
+    assert set(stub) == {n for n in dir(_capsules) if not n.startswith("__")}
+    for name, members in stub.items():
+        if members is not None:
+            native = {n for n in dir(getattr(_capsules, name)) if not n.startswith("__")}
+            assert {n for n in members if not n.startswith("__")} == native, name
