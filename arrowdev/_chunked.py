@@ -19,7 +19,7 @@ objects through :func:`make`, whose constructors ``column.py`` and ``table.py`` 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, TypeVar
 
 from . import _capsules, layout
 from .errors import DeviceUnavailableError
@@ -34,6 +34,8 @@ _CPU = 1  # ArrowDeviceType of CPU memory
 
 # ---- the state ----------------------------------------------------------------------------------
 
+
+_Core = TypeVar("_Core", bound=ColumnCore)  # derive() makes a column of its argument's own class
 
 def dtype(core: ColumnCore) -> DataType:
     """The column's type."""
@@ -52,8 +54,8 @@ def null_counts(core: ColumnCore) -> list[int | None]:
     return core._nulls
 
 
-def derive(core: ColumnCore, new_chunks: list[Any], nulls: list[int | None] | None = None,
-           new_type: DataType | None = None) -> Any:
+def derive(core: _Core, new_chunks: list[Any], nulls: list[int | None] | None = None,
+           new_type: DataType | None = None) -> _Core:
     """A column of ``core``'s class over ``new_chunks`` (of ``core``'s type unless ``new_type``),
     with the null counts already known (``nulls``; None: none known)."""
     out = type(core)(core._type if new_type is None else new_type, new_chunks)
@@ -95,7 +97,7 @@ def sync_events(core: ColumnCore) -> list[int]:
 
 
 def wait_for_producers(core: ColumnCore) -> None:
-    """Blocks until the work producing the column's data has finished (its sync events, O4)."""
+    """Blocks until the work producing the column's data has finished (its sync events, C7)."""
     events = sync_events(core)
     if events:
         from .cuda import runtime
@@ -104,7 +106,7 @@ def wait_for_producers(core: ColumnCore) -> None:
 
 
 def read(core: ColumnCore) -> layout.Reader:
-    """A reader of the column's memory that first waits for its producers (O4); the wait happens only
+    """A reader of the column's memory that first waits for its producers (C7); the wait happens only
     when a computation really needs bytes."""
     def read_after_producers(address: int, nbytes: int) -> bytes:
         wait_for_producers(core)
@@ -137,7 +139,7 @@ def ready_chunk(core: ColumnCore, i: int) -> Any:
 
 
 def exportable_chunks(core: ColumnCore) -> list[Any]:
-    """The chunks, each ready to export with computed null counts (O5: -1 is computed, not passed on)."""
+    """The chunks, each ready to export with computed null counts (C6: -1 is computed, not passed on)."""
     return [ready_chunk(core, i) for i in range(len(core._chunks))]
 
 
@@ -192,7 +194,7 @@ def slice_chunks(core: ColumnCore, start: int, stop: int) -> tuple[list[Any], li
     return out, nulls
 
 
-def aligned_bounds(cores: list[ColumnCore], num_rows: int) -> list[tuple[int, int]]:
+def aligned_bounds(cores: Sequence[ColumnCore], num_rows: int) -> list[tuple[int, int]]:
     """Row ranges [lo, hi) cut at every chunk start of every column: each lies in one chunk of each."""
     starts = {0}
     for core in cores:

@@ -65,7 +65,7 @@ class ArrowColumn(_capsules.ColumnCore):
                 raise ValueError("expected every chunk of a column on one device, got chunks on several")
             self.__class__ = _ChunkedColumn  # offers only the stream protocols
         elif self.__class__ is _ChunkedColumn:  # made as type(a chunked column)(...) with one chunk
-            self.__class__ = ArrowColumn
+            self.__class__ = ArrowColumn  # type: ignore[assignment]  # back from _ChunkedColumn
 
     _null_list = _chunked.null_counts
 
@@ -110,7 +110,7 @@ class ArrowColumn(_capsules.ColumnCore):
     _wait_for_producers = _chunked.wait_for_producers
 
     def _read(self, address: int, nbytes: int) -> bytes:
-        """Reads this column's memory (after its producers' sync events, O4)."""
+        """Reads this column's memory (after its producers' sync events, C7)."""
         return _chunked.read(self)(address, nbytes)
 
     @property
@@ -304,7 +304,7 @@ class ArrowColumn(_capsules.ColumnCore):
         copied (slices included). Needs CuPy and a GPU."""
         from .cuda import copy_columns
 
-        return copy_columns([self._with_a_chunk()], Device("cuda", device), stream)[0]
+        return cast(ArrowColumn, copy_columns([self._with_a_chunk()], Device("cuda", device), stream)[0])
 
     def _with_a_chunk(self) -> ArrowColumn:
         """This column, or for one of no chunks an empty chunk of its type (so that a copy of it
@@ -322,7 +322,7 @@ class ArrowColumn(_capsules.ColumnCore):
             return self
         from .cuda import copy_columns
 
-        return copy_columns([self], Device("cuda_host", self.device.id), stream)[0]
+        return cast(ArrowColumn, copy_columns([self], Device("cuda_host", self.device.id), stream)[0])
 
     def export_ipc(self) -> bytes:
         """Bytes another process on this node passes to :func:`arrowdev.import_ipc` to see this GPU

@@ -54,7 +54,7 @@ class Node(NamedTuple):
         return cls._from_tuple(held.tree())
 
     @classmethod
-    def _from_tuple(cls, tree: tuple) -> Node:
+    def _from_tuple(cls, tree: tuple[Any, ...]) -> Node:
         length, offset, null_count, buffers, children, dictionary = tree
         return cls(length, offset, null_count, tuple(buffers), tuple(cls._from_tuple(c) for c in children),
                    None if dictionary is None else cls._from_tuple(dictionary))
@@ -168,8 +168,10 @@ def node_null_counts(dtype: DataType, tree: Node, read: Reader | None) -> Iterat
     length, offset, count, buffers, children, dictionary = tree
     if count < 0:
         validity = buffers[0] if buffers else 0
-        count = null_count_unread(dtype, length, validity)
-        if count is None:
+        unread = null_count_unread(dtype, length, validity)
+        if unread is not None:
+            count = unread
+        else:
             count = -1 if read is None else null_count(dtype, offset, length, validity, read)
     yield count
     for child_type, child in zip(dtype.children, children):

@@ -128,7 +128,7 @@ class ArrowTable:
         if self._column_list is None:
             batches = self._batches
             self._column_list = [ArrowColumn(child, [struct_field(b, i) for b in cast(list[Any], batches)])
-                                 for i, child in enumerate(self._schema.children)]
+                                 for i, child in enumerate(self.schema.children)]
         return self._column_list
 
     # ---- introspection ------------------------------------------------------------------------
@@ -160,7 +160,7 @@ class ArrowTable:
 
     @property
     def num_columns(self) -> int:
-        return len(self._columns) if self._column_list is not None else len(self._schema.field_names)
+        return len(self._columns) if self._column_list is not None else len(self.schema.field_names)
 
     @property
     def column_names(self) -> list[str]:

@@ -27,12 +27,8 @@ BELOW = ("arrowdev.cuda", "arrowdev.interop", "arrowdev.udf", "arrowdev._chunked
          "arrowdev.debug")
 
 # udf/ is being refactored on its own branch (udf-p2), which removes these; nothing else may be added here.
-PENDING_UDF_IMPORTS = {("arrowdev.udf.apply", "arrowdev.column"), ("arrowdev.udf.apply", "arrowdev.table"),
-                       ("arrowdev.udf.rolling", "arrowdev.column")}
-PENDING_UDF_READS = {("arrowdev.udf.apply", "_chunks"), ("arrowdev.udf.apply", "_chunk_null_count"),
-                     ("arrowdev.udf.apply", "_as_struct_column"), ("arrowdev.udf.rolling", "_one_array"),
-                     ("arrowdev.udf.chunks", "_chunks"), ("arrowdev.udf.chunks", "_chunk_null_count"),
-                     ("arrowdev.udf.chunks", "_read")}
+PENDING_UDF_IMPORTS: set[tuple[str, str]] = set()  # none left: udf/ works on _chunked
+PENDING_UDF_READS: set[tuple[str, str]] = set()
 
 # The native base of ArrowColumn (capsules/column.c) holds these; arrowdev._chunked is the layer that works
 # on them, column.py the class built on them.

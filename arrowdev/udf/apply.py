@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .. import _chunked
 from ..types import DataType, Device
 from . import chunks, deps, probe
 from .execute import run_plan
@@ -42,7 +43,7 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
     for col in columns[1:]:
         if len(col) != len(columns[0]):
             raise ValueError(f"expected every column to have {len(columns[0])} rows, got {len(col)} in {col.name!r}")
-    if len({(c.device_type, c.device_id) for col in columns for c in col._chunks}) > 1:
+    if len({(c.device_type, c.device_id) for col in columns for c in _chunked.chunks(col)}) > 1:
         raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
     device = columns[0].device
     segments = chunks.aligned_segments([chunks.of(c) for c in columns])

@@ -10,11 +10,12 @@ chunk boundaries, so every segment has one zero-copy piece per column, all of th
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import layout
+from .. import _chunked, layout
 from ..types import DataType
 
 __all__ = ["ColumnChunks", "aligned_segments", "of"]
@@ -33,7 +34,8 @@ class ColumnChunks:
 
 def of(column: Any) -> ColumnChunks:
     """The chunks of an arrowdev column."""
-    return ColumnChunks(column.type, list(column._chunks), column._chunk_null_count, column._read)
+    return ColumnChunks(column.type, list(_chunked.chunks(column)), functools.partial(_chunked.chunk_null_count, column),
+                        _chunked.read(column))
 
 
 def aligned_segments(columns: list[ColumnChunks]) -> list[list[tuple[DataType, Any, int]]]:

@@ -9,16 +9,15 @@ does. A column of several chunks is concatenated first, so windows cross chunk b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-if TYPE_CHECKING:
-    from ..column import ArrowColumn
+from .._capsules import ColumnCore
 
 
 class Rolling:
     """Windows over a column; :meth:`apply` runs a UDF on each."""
 
-    def __init__(self, column: ArrowColumn, window: int, min_periods: int | None = None, center: bool = False) -> None:
+    def __init__(self, column: ColumnCore, window: int, min_periods: int | None = None, center: bool = False) -> None:
         if not isinstance(window, int) or window < 1:
             raise ValueError(f"expected a window of at least 1 row, got {window!r}")
         if min_periods is None:
@@ -27,7 +26,7 @@ class Rolling:
             raise ValueError(f"expected 0 <= min_periods <= window ({window}), got {min_periods!r}")
         self.column, self.window, self.min_periods, self.center = column, window, min_periods, bool(center)
 
-    def apply(self, f: Callable, *, out_type: Any = None, stream: Any = None) -> ArrowColumn:
+    def apply(self, f: Callable, *, out_type: Any = None, stream: Any = None) -> ColumnCore:
         """``f(window_values)`` for every row; a new column on the same device."""
         from .apply import apply_columns
 
@@ -36,8 +35,7 @@ class Rolling:
         col = self.column
         element_dtype(col.type)  # windows are numeric or bool: anything else is refused here
         if col.num_chunks > 1:
-            held = col._one_array()
-            col = type(col)(col.type, [held])  # an ArrowColumn, made without importing column.py
+            col = col.combine_chunks()  # windows cross chunk boundaries: one chunk (a copy)
         return apply_columns(f, [col], out_type=out_type, stream=stream,
                              window=(self.window, self.min_periods, self.center))
 
