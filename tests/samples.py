@@ -109,3 +109,15 @@ def reference(f, *columns, null_aware=False) -> list:
         else:
             out.append(None if any(v is None for v in row) else f(*row))
     return out
+
+
+def with_ipc_header(data: bytes, **changes) -> bytes:
+    """An ``export_ipc()`` result with header fields changed (its layout: magic, 8-byte length, JSON, schema)."""
+    import json
+
+    magic = b"ARROWDEV-CUDA-IPC-1\n"
+    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
+    start = len(magic) + 8
+    header = {**json.loads(data[start:start + size]), **changes}
+    encoded = json.dumps(header).encode()
+    return magic + len(encoded).to_bytes(8, "little") + encoded + data[start + size:]

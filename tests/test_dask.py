@@ -19,7 +19,7 @@ from distributed.protocol import serialize
 
 import arrowdev as ad
 import arrowdev.dask as add
-from samples import CASES
+from samples import CASES, with_ipc_header
 
 
 @pytest.fixture(scope="module")
@@ -240,18 +240,6 @@ def test_gpu_tcp_ping_pong_of_every_type(cuda_client):
 # ---- GPU memory in a cluster -------------------------------------------------------------------------
 
 
-def _with_ipc_header(data: bytes, **changes) -> bytes:
-    """The same export with header fields changed (magic, 8-byte length, JSON, schema)."""
-    import json
-
-    magic = b"ARROWDEV-CUDA-IPC-1\n"
-    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
-    start = len(magic) + 8
-    header = {**json.loads(data[start:start + size]), **changes}
-    encoded = json.dumps(header).encode()
-    return magic + len(encoded).to_bytes(8, "little") + encoded + data[start + size:]
-
-
 @pytest.mark.gpu
 def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
     """The importer sees the GPU under another index (here: the only one, under CUDA_VISIBLE_DEVICES=its
@@ -262,7 +250,7 @@ def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
     import cupy as cp
 
     g = ad.column(pa.array([1.5, None, 2.5])).to_device()
-    (tmp_path / "h").write_bytes(_with_ipc_header(g.export_ipc(), device=5))
+    (tmp_path / "h").write_bytes(with_ipc_header(g.export_ipc(), device=5))
     gpu = "GPU-" + str(uuid.UUID(bytes=bytes(cp.cuda.runtime.getDeviceProperties(0)["uuid"])))
     code = "import sys, arrowdev as ad; c = ad.import_ipc(open(sys.argv[1], 'rb').read()); print(c.to_pylist())"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
@@ -270,7 +258,7 @@ def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
                          env=env, check=True)
     assert out.stdout.strip() == "[1.5, None, 2.5]"
     with pytest.raises(ad.InvalidArrowError, match="not visible in this process"):
-        ad.import_ipc(_with_ipc_header(g.export_ipc(), device_uuid="00" * 16))
+        ad.import_ipc(with_ipc_header(g.export_ipc(), device_uuid="00" * 16))
 
 
 @pytest.mark.gpu

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
+from samples import with_ipc_header
 
 
 def _run(script: str, env: dict[str, str] | None = None, *args: str) -> str:
@@ -236,14 +237,6 @@ def test_stale_and_foreign_handles_are_refused(tmp_path):
         ad.import_ipc(path.read_bytes())
     g = ad.column(pa.array([1, 2])).to_device()
     with pytest.raises(ad.InvalidArrowError, match="another node"):
-        ad.import_ipc(_with_header(g.export_ipc(), host="elsewhere"))
+        ad.import_ipc(with_ipc_header(g.export_ipc(), host="elsewhere"))
 
 
-def _with_header(data: bytes, **changes) -> bytes:
-    """The same export with header fields changed (the layout: magic, 8-byte length, JSON, schema)."""
-    magic = b"ARROWDEV-CUDA-IPC-1\n"
-    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
-    start = len(magic) + 8
-    header = {**json.loads(data[start:start + size]), **changes}
-    encoded = json.dumps(header).encode()
-    return magic + len(encoded).to_bytes(8, "little") + encoded + data[start + size:]
