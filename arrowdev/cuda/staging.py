@@ -1,13 +1,11 @@
 """Host-to-device copies of pageable memory, staged through a small ring of pinned buffers.
 
 The DMA engine reads only page-locked memory, so pageable bytes are first copied into pinned
-buffers (by several threads: one core copies about 8 GB/s, far below PCIe). The pinned memory is a
-ring of RING_SLOTS buffers of PIECE bytes, not one buffer as large as the copy: each worker thread
-takes the next piece, waits until the copy that last used its slot has finished (a CUDA event per
-piece), fills the slot and queues that slot's DMA itself. Measured on an H200 host for 1.2 GiB, this
-ran at 46-52 GB/s against 55.5 GB/s for a copy from pinned memory, where staging into one pinned
-buffer as large as the copy ran at 36-40 GB/s (docs/device.md; a small ring likely stays warm in the
-CPU's caches and TLBs).
+buffers, by several threads (one core copies far below PCIe's rate). The pinned memory is a ring of
+RING_SLOTS buffers of PIECE bytes, not one buffer as large as the copy (the ring measured faster:
+docs/device.md has the figures): each worker thread takes the next piece, waits until the copy that
+last used its slot has finished (a CUDA event per piece), fills the slot and queues that slot's DMA
+itself.
 
 Invariant: a slot is overwritten only after the DMA that read its previous piece has completed.
 """

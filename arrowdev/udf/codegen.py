@@ -72,7 +72,7 @@ def _store(out: Kind | None) -> tuple[str, list[str]]:
 def kernel_source(spec: KernelSpec) -> str:
     """The Python source of the kernel for ``spec`` (numba compiles it for the target)."""
     params = ", ".join(f"d{k}, v{k}, o{k}, e{k}" for k in range(len(spec.inputs)))
-    # CPU: a loop; CUDA: one row per thread (a grid-stride loop measured 28% slower on an H200)
+    # CPU: a loop; CUDA: one row per thread (a grid-stride loop measured slower: docs/udf.md)
     rows = "    for i in range(n):" if spec.target == Target.CPU else "    i = cuda.grid(1)\n    if i < n:"
     lines = [f"def kernel(n, pad, out, out_valid, arena, {params}):", rows]
     if spec.window:
@@ -103,13 +103,11 @@ def kernel_source(spec: KernelSpec) -> str:
 
 
 # Rows per thread in a ballot kernel: its loads are issued together, so more bytes are in flight per
-# thread (a read-only kernel is otherwise latency-bound). Measured on an H200 over 10^9 int64 rows,
-# membership ran at 0.62 of copy bandwidth with 1 row per thread, 0.74 with 2 and 0.79 with 4
-# (with streaming loads, below; benchmarks/probes/ballot_rows_per_thread.py). With plain loads 8 rows
-# ran slower than 4 (0.73 against 0.77).
+# thread (a read-only kernel is otherwise latency-bound). 4 was the fastest measured
+# (benchmarks/probes/ballot_rows_per_thread.py; the figures are in docs/udf.md).
 BALLOT_ROWS = 4
-# Element types a ballot kernel reads with ld.global.cs (loads.py: evict-first, the data is read once);
-# worth 0.05-0.07 of copy bandwidth there. Bits, strings, bytes and float16 keep ordinary loads.
+# Element types a ballot kernel reads with ld.global.cs (loads.py: evict-first, the data is read once;
+# docs/udf.md has what it gained). Bits, strings, bytes and float16 keep ordinary loads.
 _STREAMED = frozenset({Kind.INT16, Kind.INT32, Kind.INT64, Kind.UINT16, Kind.UINT32, Kind.UINT64, Kind.FLOAT32,
                        Kind.FLOAT64})
 

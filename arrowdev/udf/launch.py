@@ -4,10 +4,8 @@ A kernel's :class:`~.spec.KernelSpec` fixes every argument type, so each kernel 
 once (numba types the arguments and links the code on the first launch) and every later launch
 skips numba's per-call work: arguments are laid out as numba lays them out and handed to cuda.core's
 ``launch``. Device arrays are :class:`DeviceView` s (address, length, dtype, owner) rather than numba
-device arrays, which cost about 20 us each to make (numba checks the CUDA context for each one);
-they become numba arrays only when numba itself launches.
-
-For a column of 10^8 rows this host work was as long as the kernel (docs/udf.md).
+device arrays, which are slow to make (numba checks the CUDA context for each one); they become numba
+arrays only when numba itself launches. docs/udf.md has the measured host time per call.
 """
 
 from __future__ import annotations
