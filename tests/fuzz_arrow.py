@@ -525,6 +525,7 @@ def run_case(seed: int) -> tuple[str, Case]:
     mutated = any(entry.startswith(("schema.", "array.", "device", "get_next")) for entry in case.log)
     all_nodes = schema.walk() + top.walk()
     expected = {**schema.expected_releases(), **top.expected_releases()}
+    gc.collect()  # garbage of whatever ran before (another test in this process) goes now, not during the case
     before = ad.debug.ownership_stats()["live_containers"]
     if os.environ.get("ARROWDEV_FUZZ_VERBOSE"):  # the story before the end, for a case that crashes
         print(" | ".join(case.log), file=sys.stderr, flush=True)
