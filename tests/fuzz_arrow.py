@@ -226,6 +226,17 @@ SAME_WIDTH = [[b"i", b"I", b"f", b"tdD", b"tts", b"tiM"], [b"l", b"L", b"g", b"t
               [b"u", b"z"], [b"U", b"Z"], [b"vu", b"vz"], [b"c", b"C"], [b"s", b"S", b"e"]]
 
 
+def _break_child(r: random.Random, node: Any, kids: list, what: str, release_type: Any) -> None:
+    """One child of a schema or array node made NULL ("child") or released before import ("released_child")."""
+    i = r.choice(kids)
+    if what == "child":
+        node._pointers[i] = None
+        node.kids[i] = None
+    else:
+        node.kids[i].struct.release = release_type()
+        node.kids[i].released_before = True
+
+
 def _schema_mutation(r: random.Random, node: SchemaNode, ancestors: list, log: list) -> None:
     s = node.struct
     what = r.choice(["format", "format", "swap", "name", "metadata", "flags", "n_children", "children", "child",
@@ -256,13 +267,7 @@ def _schema_mutation(r: random.Random, node: SchemaNode, ancestors: list, log: l
             return
         s.children = None
     elif what in ("child", "released_child") and kids:
-        i = r.choice(kids)
-        if what == "child":
-            node._pointers[i] = None
-            node.kids[i] = None
-        else:
-            node.kids[i].struct.release = RELEASE_SCHEMA()
-            node.kids[i].released_before = True
+        _break_child(r, node, kids, what, RELEASE_SCHEMA)
     elif what == "dictionary":
         if node.dictionary is not None:
             s.dictionary = None
@@ -320,13 +325,7 @@ def _array_mutation(r: random.Random, node: ArrayNode, ancestors: list, log: lis
     elif what == "children" and a.n_children > 0:
         a.children = None
     elif what in ("child", "released_child") and kids:
-        i = r.choice(kids)
-        if what == "child":
-            node._pointers[i] = None
-            node.kids[i] = None
-        else:
-            node.kids[i].struct.release = RELEASE_ARRAY()
-            node.kids[i].released_before = True
+        _break_child(r, node, kids, what, RELEASE_ARRAY)
     elif what == "dictionary":
         if node.dictionary is not None:
             a.dictionary = None
