@@ -16,6 +16,7 @@ from .managed import register_managed
 from .names import COMPARISONS, METHODS, PREDICATES
 from .tables import Table, register_tables, table_type
 from .types import string_types
+from .words import register_words, writer_type
 
 
 def chars_before(s, end):  # noqa: D103 - stubs: numba calls their registered lowering
@@ -303,7 +304,7 @@ def register_lowering(target: Any) -> dict[str, Any]:
                 target.lower_builtin(f"String.{name}", left, right)(_lower_with(impls[name]))
         for name in PREDICATES:
             target.lower_builtin(f"String.{name}", left)(_lower_with(impls[name]))
-    intrinsics = register_managed(target)
+    intrinsics = {**register_managed(target), **register_words(target)}
     intrinsics.update(make_view=make_view, byte_at=byte_at)
     _register_operations(target, intrinsics, byte_at, size_of)
     return intrinsics
@@ -381,13 +382,13 @@ def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, 
                              "chars_before": chars_before, "code_point_at": code_point_at, "in_ranges": in_ranges,
                              "find_byte": find_byte, "rfind_byte": rfind_byte, "matches_at": matches_at,
                              "_width_of": _width_of, "SPACE_CHAR": Utf8Constant(" ")}
-    for name in ("UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "SPACE", "UPPER", "LOWER", "CASED", "CASE_IGNORABLE",
+    for name in ("UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "UPPER_BLOCKS", "LOWER_BLOCKS", "TITLE_BLOCKS", "SPACE", "UPPER", "LOWER", "CASED", "CASE_IGNORABLE",
                  "DECIMAL"):
         names[name] = Table(name, getattr(tables, name))
     names["POW10"] = Table("POW10", _powers_of_ten(), floats=True)
     functions = operations.bind(names)
     results = {"int64": types.int64, "boolean": types.boolean, "float64": types.float64,
-               "managed": t.managed_string}
+               "managed": t.managed_string, "writer": writer_type()}
     for name, result in operations.HELPERS.items():
         stub = stubs[name]
 

@@ -29,17 +29,18 @@ from .parsing import (  # noqa: F401 - bound with the rest by bind()
 # target (that target's intrinsics, the lowering module's helpers, the Unicode tables) in a namespace of the
 # functions' own; this module's globals are never rebound.
 BOUND = ("byte_at", "size_of", "new_string", "set_byte", "substring", "fail_row", "view_of", "chars_before",
+         "writer_of", "write_bytes", "write_finish", "load_bytes", "ascii_prefix", "ascii_case",
          "code_point_at", "in_ranges", "find_byte", "rfind_byte", "matches_at", "_width_of", "fused_multiply_add",
-         "POW10", "SPACE_CHAR", "UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "SPACE", "UPPER", "LOWER", "CASED",
+         "POW10", "SPACE_CHAR", "UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "UPPER_BLOCKS", "LOWER_BLOCKS", "TITLE_BLOCKS", "SPACE", "UPPER", "LOWER", "CASED",
          "CASE_IGNORABLE", "DECIMAL")
 
-HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "int64", "_mapped_size": "int64",
-           "_write_mapped": "int64", "_final_sigma": "boolean", "_byte_of_char": "int64", "_previous": "int64",
-           "_has_code": "boolean", "_strippable": "boolean", "_fill": "int64", "_copy": "int64",
+HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "writer", "_mapped_size": "int64",
+           "_write_mapped": "writer", "_final_sigma": "boolean", "_byte_of_char": "int64", "_previous": "int64",
+           "_has_code": "boolean", "_strippable": "boolean", "_fill": "writer", "_copy": "writer",
            "_digit": "int64", "_skip_space": "int64", "_skip_space_back": "int64", "_case": "managed",
            "_strip_bounds": "int64", "_to_int": "int64", "_to_float": "float64", "_stripped": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_row": "int64",
            "_mapped_code": "int64", "_ascii_mapped": "int64", "_case_rule": "int64", "_case_size": "int64",
-           "_scaled": "float64", "_subnormal": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
+           "_ascii_run": "int64", "_scaled": "float64", "_subnormal": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -48,43 +49,42 @@ def _utf8_size(code):
     return 1 if code < 0x80 else (2 if code < 0x800 else (3 if code < 0x10000 else 4))
 
 
-def _put(out, pos, code):
-    """Writes ``code`` as UTF-8 at byte ``pos``; returns the next position."""
+def _put(w, code):
+    """Appends ``code`` as UTF-8 to writer ``w`` (``words.py``); returns the writer."""
     if code < 0x80:
-        set_byte(out, pos, code)
-        return pos + 1
+        return write_bytes(w, code, 1)
     if code < 0x800:
-        set_byte(out, pos, 0xC0 | (code >> 6))
-        set_byte(out, pos + 1, 0x80 | (code & 0x3F))
-        return pos + 2
+        return write_bytes(w, (0xC0 | (code >> 6)) | ((0x80 | (code & 0x3F)) << 8), 2)
     if code < 0x10000:
-        set_byte(out, pos, 0xE0 | (code >> 12))
-        set_byte(out, pos + 1, 0x80 | ((code >> 6) & 0x3F))
-        set_byte(out, pos + 2, 0x80 | (code & 0x3F))
-        return pos + 3
-    set_byte(out, pos, 0xF0 | (code >> 18))
-    set_byte(out, pos + 1, 0x80 | ((code >> 12) & 0x3F))
-    set_byte(out, pos + 2, 0x80 | ((code >> 6) & 0x3F))
-    set_byte(out, pos + 3, 0x80 | (code & 0x3F))
-    return pos + 4
+        return write_bytes(w, (0xE0 | (code >> 12)) | ((0x80 | ((code >> 6) & 0x3F)) << 8)
+                           | ((0x80 | (code & 0x3F)) << 16), 3)
+    return write_bytes(w, (0xF0 | (code >> 18)) | ((0x80 | ((code >> 12) & 0x3F)) << 8)
+                       | ((0x80 | ((code >> 6) & 0x3F)) << 16) | ((0x80 | (code & 0x3F)) << 24), 4)
 
 
-def _copy(out, pos, s, start, count):
-    """Copies ``count`` bytes of ``s`` from ``start`` to ``out`` at ``pos``; returns the next position."""
-    for k in range(count):
-        set_byte(out, pos + k, byte_at(s, start + k))
-    return pos + count
+def _copy(w, s, start, count):
+    """Appends ``count`` bytes of ``s`` from byte ``start``, eight at a time; returns the writer."""
+    k = 0
+    while k < count:
+        step = min(8, count - k)
+        w = write_bytes(w, load_bytes(s, start + k, step), step)
+        k += step
+    return w
 
 
-def _fill(out, pos, code, times):
+def _fill(w, code, times):
     for _ in range(times):
-        pos = _put(out, pos, code)
-    return pos
+        w = _put(w, code)
+    return w
 
 
-def _row_of(code, table):
-    """Row of ``code`` in a (code, m1, m2, m3) mapping table, or -1."""
-    low, high = 0, len(table) // 4 - 1
+def _row_of(code, table, blocks):
+    """Row of ``code`` in a (code, m1, m2, m3) mapping table, or -1: a binary search of the rows of its
+    block of 128 code points (``unicode_tables._blocks``)."""
+    block = code >> 7
+    if block >= len(blocks) - 1:
+        return -1
+    low, high = blocks[block], blocks[block + 1] - 1
     while low <= high:
         middle = (low + high) // 2
         key = table[4 * middle]
@@ -100,11 +100,11 @@ def _row_of(code, table):
 def _mapped_row(code, which):
     """Row of ``code`` in mapping table ``which`` (1 upper, 2 lower, 3 title; 0: no mapping), or -1."""
     if which == 1:
-        return _row_of(code, UPPER_MAP)
+        return _row_of(code, UPPER_MAP, UPPER_BLOCKS)
     if which == 2:
-        return _row_of(code, LOWER_MAP)
+        return _row_of(code, LOWER_MAP, LOWER_BLOCKS)
     if which == 3:
-        return _row_of(code, TITLE_MAP)
+        return _row_of(code, TITLE_MAP, TITLE_BLOCKS)
     return -1
 
 
@@ -140,18 +140,17 @@ def _mapped_size(code, which):
     return n
 
 
-def _write_mapped(out, pos, code, which):
+def _write_mapped(w, code, which):
     if code < 0x80:
-        set_byte(out, pos, _ascii_mapped(code, which))
-        return pos + 1
+        return write_bytes(w, _ascii_mapped(code, which), 1)
     row = _mapped_row(code, which)
     if row < 0:
-        return _put(out, pos, code)
+        return _put(w, code)
     for k in range(1, 4):
         mapped = _mapped_code(which, row, k)
         if mapped != 0:
-            pos = _put(out, pos, mapped)
-    return pos
+            w = _put(w, mapped)
+    return w
 
 
 def _previous(s, at):
@@ -202,9 +201,23 @@ def _case_rule(s, at, code, mode, previous_cased):
     return (which << 24) | code
 
 
+def _ascii_run(s, at, mode):
+    """How many ASCII bytes start at ``at`` (at most 8) when ``mode`` maps ASCII on its own (upper,
+    lower, swapcase: title and capitalize depend on the character before); else 0."""
+    if mode > 2:
+        return 0
+    step = min(8, size_of(s) - at)
+    return ascii_prefix(load_bytes(s, at, step), step)
+
+
 def _case_size(s, mode):
     total, at, previous_cased = 0, 0, False
     while at < size_of(s):
+        run = _ascii_run(s, at, mode)
+        if run > 0:  # ASCII maps to one byte
+            total += run
+            at += run
+            continue
         code = code_point_at(s, at)
         rule = _case_rule(s, at, code, mode, previous_cased)
         total += _mapped_size(rule & 0xFFFFFF, rule >> 24)
@@ -215,14 +228,20 @@ def _case_size(s, mode):
 
 def _case(s, mode):
     out = new_string(_case_size(s, mode))
-    w = view_of(out)
-    pos, at, previous_cased = 0, 0, False
+    w = writer_of(out)
+    at, previous_cased = 0, False
     while at < size_of(s):
+        run = _ascii_run(s, at, mode)
+        if run > 0:  # up to eight ASCII bytes mapped at once
+            w = write_bytes(w, ascii_case(load_bytes(s, at, run), mode), run)
+            at += run
+            continue
         code = code_point_at(s, at)
         rule = _case_rule(s, at, code, mode, previous_cased)
-        pos = _write_mapped(w, pos, rule & 0xFFFFFF, rule >> 24)
+        w = _write_mapped(w, rule & 0xFFFFFF, rule >> 24)
         previous_cased = in_ranges(code, CASED) if mode == 3 else False
         at += _width_of(byte_at(s, at))
+    write_finish(w)
     return out
 
 
@@ -276,10 +295,9 @@ def _pad(original, s, width, fill, left_share):
     left = 0 if left_share == 0 else (margin if left_share == 1 else margin // 2 + (margin & width & 1))
     code = code_point_at(fill, 0)
     out = new_string(size_of(s) + margin * size_of(fill))
-    w = view_of(out)
-    pos = _fill(w, 0, code, left)
-    pos = _copy(w, pos, s, 0, size_of(s))
-    _fill(w, pos, code, margin - left)
+    w = _fill(writer_of(out), code, left)
+    w = _copy(w, s, 0, size_of(s))
+    write_finish(_fill(w, code, margin - left))
     return out
 
 
@@ -287,7 +305,7 @@ def _pad(original, s, width, fill, left_share):
 
 def _copy_of(s):
     out = new_string(size_of(s))
-    _copy(view_of(out), 0, view_of(s), 0, size_of(s))
+    write_finish(_copy(writer_of(out), view_of(s), 0, size_of(s)))
     return out
 
 
@@ -297,8 +315,8 @@ def copy_of(s):
 
 def concat(a, b):
     out = new_string(size_of(a) + size_of(b))
-    w = view_of(out)
-    _copy(w, _copy(w, 0, view_of(a), 0, size_of(a)), view_of(b), 0, size_of(b))
+    w = _copy(writer_of(out), view_of(a), 0, size_of(a))
+    write_finish(_copy(w, view_of(b), 0, size_of(b)))
     return out
 
 
@@ -306,10 +324,10 @@ def _repeat(s, times):
     if times <= 0:
         return substring(s, 0, 0)
     out = new_string(size_of(s) * times)
-    w = view_of(out)
-    pos = 0
+    w = writer_of(out)
     for _ in range(times):
-        pos = _copy(w, pos, s, 0, size_of(s))
+        w = _copy(w, s, 0, size_of(s))
+    write_finish(w)
     return out
 
 
@@ -385,27 +403,28 @@ def _replace(original, s, old, new, count):
     if matches == 0:
         return substring(original, 0, size_of(s))
     out = new_string(size_of(s) + matches * (size_of(new) - size_of(old)))
-    w = view_of(out)
-    pos, at, done = 0, 0, 0
+    w = writer_of(out)
+    at, done = 0, 0
     if size_of(old) == 0:
         while done < matches:
-            pos = _copy(w, pos, new, 0, size_of(new))
+            w = _copy(w, new, 0, size_of(new))
             done += 1
             if at < size_of(s):
                 width = _width_of(byte_at(s, at))
-                pos = _copy(w, pos, s, at, width)
+                w = _copy(w, s, at, width)
                 at += width
-        _copy(w, pos, s, at, size_of(s) - at)
+        write_finish(_copy(w, s, at, size_of(s) - at))
         return out
-    while at < size_of(s):
-        if done < matches and at <= size_of(s) - size_of(old) and matches_at(s, old, at):
-            pos = _copy(w, pos, new, 0, size_of(new))
+    copied = 0  # bytes of s before ``at`` already written; unmatched runs are copied eight bytes at a time
+    while done < matches:
+        if matches_at(s, old, at):
+            w = _copy(_copy(w, s, copied, at - copied), new, 0, size_of(new))
             at += size_of(old)
+            copied = at
             done += 1
         else:
-            set_byte(w, pos, byte_at(s, at))
-            pos += 1
             at += 1
+    write_finish(_copy(w, s, copied, size_of(s) - copied))
     return out
 
 
@@ -441,11 +460,11 @@ def sliced(s, piece):
     for index in range(start, stop, step):
         total += _width_of(byte_at(v, _byte_of_char(v, index)))
     out = new_string(total)
-    w = view_of(out)
-    pos = 0
+    w = writer_of(out)
     for index in range(start, stop, step):
         at = _byte_of_char(v, index)
-        pos = _copy(w, pos, v, at, _width_of(byte_at(v, at)))
+        w = _copy(w, v, at, _width_of(byte_at(v, at)))
+    write_finish(w)
     return out
 
 
@@ -456,11 +475,10 @@ def zfill(s, width):
         return substring(s, 0, size_of(v))
     zeros = width - n
     out = new_string(size_of(v) + zeros)
-    w = view_of(out)
     signed = size_of(v) > 0 and (byte_at(v, 0) == 43 or byte_at(v, 0) == 45)
-    pos = _copy(w, 0, v, 0, 1) if signed else 0
-    pos = _fill(w, pos, 48, zeros)
-    _copy(w, pos, v, 1 if signed else 0, size_of(v) - (1 if signed else 0))
+    w = _copy(writer_of(out), v, 0, 1 if signed else 0)
+    w = _fill(w, 48, zeros)
+    write_finish(_copy(w, v, 1 if signed else 0, size_of(v) - (1 if signed else 0)))
     return out
 
 

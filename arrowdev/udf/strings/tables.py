@@ -95,4 +95,6 @@ def register_tables(target: Any) -> None:
             gv.initializer = ir.Constant(array_type, list(_tables[ty.table_name].values) or [0])
         index = context.cast(builder, args[1], sig.args[1], types.int64)
         value = builder.load(builder.gep(gv, [ir.Constant(ir.IntType(64), 0), index]))
+        if cuda:  # never written: NVVM reads it through the read-only (non-coherent) cache, ld.global.nc
+            value.set_metadata("invariant.load", builder.module.add_metadata([]))
         return value if ty.floats else builder.sext(value, ir.IntType(64))

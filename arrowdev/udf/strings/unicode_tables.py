@@ -9,6 +9,8 @@ True
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from .unicode_data import load
 
 _TABLES = load()
@@ -30,3 +32,18 @@ CASE_IGNORABLE = _TABLES["CASE_IGNORABLE"]
 UPPER_MAP = _TABLES["UPPER_MAP"]
 LOWER_MAP = _TABLES["LOWER_MAP"]
 TITLE_MAP = _TABLES["TITLE_MAP"]
+
+BLOCK_BITS = 7  # case-map rows are indexed by blocks of 128 code points
+
+
+def _blocks(mapping: tuple) -> tuple:
+    """Row of the first entry of each block of 128 code points in a (code, m1, m2, m3) case map, one
+    more past the last block: block b's rows are ``blocks[b] .. blocks[b + 1] - 1`` (none when equal), so
+    a lookup searches a few rows, and a character of a block without mappings (most of them) none."""
+    codes = mapping[0::4]
+    return tuple(bisect_left(codes, block << BLOCK_BITS) for block in range((codes[-1] >> BLOCK_BITS) + 2))
+
+
+UPPER_BLOCKS = _blocks(UPPER_MAP)
+LOWER_BLOCKS = _blocks(LOWER_MAP)
+TITLE_BLOCKS = _blocks(TITLE_MAP)
