@@ -19,7 +19,7 @@ from distributed.protocol import serialize
 
 import arrowdev as ad
 import arrowdev.dask as add
-from samples import CASES, with_ipc_header
+from support.samples import CASES, with_ipc_header
 
 
 @pytest.fixture(scope="module")

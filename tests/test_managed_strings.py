@@ -16,7 +16,7 @@ import arrowdev as ad
 from arrowdev.udf import probe
 from arrowdev.udf.spec import KernelSpec
 from arrowdev.udf import string_results as results
-from samples import DEVICES, STRING_TYPES, on
+from support.samples import DEVICES, STRING_TYPES, on
 
 OUTPUT_TYPES = ["string", "large_string", "string_view"]
 

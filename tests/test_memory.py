@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from samples import with_ipc_header
+from support.samples import with_ipc_header
 
 
 def _run(script: str, env: dict[str, str] | None = None, *args: str) -> str:
@@ -200,10 +200,10 @@ def test_ipc_table_seen_by_another_process(tmp_path, drop_exporter_first):
 
 @pytest.mark.gpu
 def test_ipc_every_type(tmp_path):
-    """A table of every sample type (tests/samples.py) crosses processes; the importer writes what it sees
+    """A table of every sample type (tests/support/samples.py) crosses processes; the importer writes what it sees
     to an Arrow IPC file, compared here with the source. Buffers share pool blocks: fewer handles than
     buffers, each buffer an offset into its block."""
-    from samples import CASES
+    from support.samples import CASES
 
     source = pa.table({name: CASES[name] for name in CASES})
     g = ad.table(source).to_device()

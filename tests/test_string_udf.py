@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev.udf import probe
 from arrowdev.udf.spec import KernelSpec
-from samples import DEVICES, STRING_TYPES, on, reference
+from support.samples import DEVICES, STRING_TYPES, on, reference
 
 
 # ASCII, Latin, CJK and emoji text, empty strings, inline (<= 12 bytes) and out-of-line views, nulls

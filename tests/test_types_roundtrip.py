@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev import _chunked
 
-from samples import CASES, LAYOUTS, N
-from samples import source_of as _source
+from support.samples import CASES, LAYOUTS, N
+from support.samples import source_of as _source
 
 
 def _chunks(source) -> list[pa.Array]:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev.udf import codegen, kernels, probe
 from arrowdev.udf.spec import KernelSpec
-from samples import DEVICES, on, reference
+from support.samples import DEVICES, on, reference
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
 
