@@ -13,4 +13,6 @@ import ``from support.samples import CASES``; the modules import one another rel
   repository's root reruns one case).
 - :mod:`support.fuzz_run`: runs the fuzzer's seeds in child processes (a crash is counted with its seed)
   and sums their figures; tests/test_fuzz_import.py and benchmarks/fuzz_import.py use it.
+- :mod:`support.scripts`: ``run_script``, a script in a fresh interpreter, for what happens once per
+  process (numba's memory manager, the first CUDA context, CUDA IPC, NRT statistics).
 """
