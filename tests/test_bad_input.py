@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from support.cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrayProducer, ArrowArray, ArrowArrayStream, ArrowSchema, SchemaProducer,
-                  capsule_pointer, make_capsule)
+from support.cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrayProducer, ArrowArray, ArrowArrayStream, ArrowSchema,
+                          SchemaProducer, capsule_pointer, make_capsule)
 
 I32 = pa.int32()
 

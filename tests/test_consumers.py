@@ -1,5 +1,5 @@
 """Every CPU consumer takes arrowdev data the obvious way (PyArrow, Polars, DuckDB, nanoarrow, arro3),
-for every type in samples.py: pinned host memory (what ``to_host()`` gives) included, and chunks kept.
+for every type in tests/support/samples.py: pinned host memory (what ``to_host()`` gives) included, and chunks kept.
 
 The reference for each consumer is the same consumer on the PyArrow data: what it makes of that,
 it must make of arrowdev's (and where it refuses that, it must refuse ours the same way).

@@ -20,7 +20,8 @@ CI_CASES = int(os.environ.get("ARROWDEV_FUZZ_CASES", "6000"))
 def test_fuzzed_structs_never_crash_and_every_node_is_released_once():
     figures = fuzz_run.run_parallel(0, CI_CASES, workers=2)
     assert figures.cases == CI_CASES
-    assert figures.crashes == [], f"crashed on seeds {figures.crashes}: rerun with python3 -m tests.support.fuzz_arrow SEED"
+    assert figures.crashes == [], (f"crashed on seeds {figures.crashes}: "
+                                   "rerun one with python3 -m tests.support.fuzz_arrow SEED")
     assert figures.unbalanced == []
     assert figures.wrong == []
     assert figures.outcomes["error at import"] == 0, [e for e in figures.errors if e[1].startswith("error at import")]

@@ -80,7 +80,8 @@ def _child_main(start: int, stop: int) -> None:
 def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) -> None:
     """Runs seeds [start, start + count) in child processes; a crash is recorded with its seed
     and the seeds after it run in a new child."""
-    tests, root = Path(__file__).parents[1], Path(__file__).parents[2]  # the child imports support.fuzz_run, arrowdev
+    # the child imports support.fuzz_run (under tests/) and arrowdev (under the root)
+    tests, root = Path(__file__).parents[1], Path(__file__).parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tests), os.environ.get("PYTHONPATH", "")])}
     stop = start + count
     while start < stop:
