@@ -1,4 +1,4 @@
-"""The long run of arrowdev's import fuzzer (tests/fuzz_arrow.py), with its figures.
+"""The long run of arrowdev's import fuzzer (tests/support/fuzz_arrow.py), with its figures.
 
     python3 benchmarks/fuzz_import.py --cases 40000 [--start 0] [--workers 2]
 
@@ -8,7 +8,7 @@ to arrowdev through one of its protocols, and used when accepted. Cases run in b
 processes, so a crash is counted (with its seed) instead of ending the run. Prints: cases,
 crashes, outcomes (refused at import, accepted, refused by validate(full=True), a Python error
 after import), producer nodes whose releases were counted, and any node released other than
-exactly as its producer's rules say. Rerun one case with ``python3 tests/fuzz_arrow.py SEED``.
+exactly as its producer's rules say. Rerun one case with ``python3 -m tests.support.fuzz_arrow SEED``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
 
-import fuzz_run  # noqa: E402
+from support import fuzz_run  # noqa: E402
 
 
 def main() -> None:

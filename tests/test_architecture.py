@@ -287,10 +287,11 @@ def test_no_module_reads_private_state_of_another_modules_objects():
     assert wrong == []
 
 
-@pytest.mark.parametrize("path", sorted(TESTS.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(TESTS.rglob("*.py")), ids=lambda p: p.relative_to(TESTS).as_posix())
 def test_tests_use_public_api_or_the_internal_core(path):
+    """Every test module, and the helpers of tests/support/."""
     tree = ast.parse(path.read_text(), str(path))
-    assert foreign_private_reads(f"tests.{path.stem}", tree, globals_too=False) == []
+    assert foreign_private_reads(_module_name(path, TESTS, "tests"), tree, globals_too=False) == []
 
 
 # ---- the native module's typed stub ----------------------------------------------------------------

@@ -1,6 +1,6 @@
 """C9 (docs/architecture.md): bad input gets a clear error, never a crash, and nothing valid is lost.
 
-Malformed arrays are built by hand (tests/cabi.py), with release callbacks that count their calls:
+Malformed arrays are built by hand (tests/support/cabi.py), with release callbacks that count their calls:
 when arrowdev refuses an import, the producer's release must still run exactly once (at the
 latest when the capsule is garbage collected), and the error must name the problem."""
 
@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrayProducer, ArrowArray, ArrowArrayStream, ArrowSchema, SchemaProducer,
-                  capsule_pointer, make_capsule)
+from support.cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrayProducer, ArrowArray, ArrowArrayStream, ArrowSchema,
+                          SchemaProducer, capsule_pointer, make_capsule)
 
 I32 = pa.int32()
 

@@ -14,8 +14,8 @@ import pytest
 
 import arrowdev as ad
 from arrowdev import _capsules
-from cabi import ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, capsule_pointer
-from counting_producer import CountingProducer
+from support.cabi import ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, capsule_pointer
+from support.counting_producer import CountingProducer
 
 INTS = pa.array([1, None, 3, None, 5, 6, None, 8, 9, 10, 11, None, 13])
 STRUCT = pa.StructArray.from_arrays(
@@ -276,7 +276,7 @@ def _node_null_counts(node) -> list[int]:
 
 @pytest.mark.parametrize("protocol", ["array", "device_array", "stream", "table"])
 def test_nested_null_counts_minus_one_are_computed_on_export(protocol):
-    """C6 below the top: a producer's -1 on children and dictionaries (tests/counting_producer.py:
+    """C6 below the top: a producer's -1 on children and dictionaries (tests/support/counting_producer.py:
     a, b and c say -1) leaves every export with the counted values."""
     col = ad.column(CountingProducer().capsules())
     if protocol == "stream":

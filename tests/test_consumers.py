@@ -1,5 +1,5 @@
 """Every CPU consumer takes arrowdev data the obvious way (PyArrow, Polars, DuckDB, nanoarrow, arro3),
-for every type in samples.py: pinned host memory (what ``to_host()`` gives) included, and chunks kept.
+for every type in tests/support/samples.py: pinned host memory (what ``to_host()`` gives) included, and chunks kept.
 
 The reference for each consumer is the same consumer on the PyArrow data: what it makes of that,
 it must make of arrowdev's (and where it refuses that, it must refuse ours the same way).
@@ -15,7 +15,7 @@ import nanoarrow as na
 import polars as pl
 import pyarrow as pa
 import pytest
-from samples import CASES, source_of
+from support.samples import CASES, source_of
 
 import arrowdev as ad
 from arrowdev import _capsules, _chunked, layout
@@ -156,7 +156,7 @@ def test_pinned_host_tables_reach_every_cpu_consumer(name, layout, how):
 
 
 def test_pinned_host_exports_say_cpu_and_imports_keep_their_label():
-    from cabi import ArrowDeviceArray, ArrowDeviceArrayStream, capsule_pointer
+    from support.cabi import ArrowDeviceArray, ArrowDeviceArrayStream, capsule_pointer
 
     col = _pinned("host label", pa.array([1, None, 3]))
     _, capsule = col.__arrow_c_device_array__()

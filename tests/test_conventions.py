@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from samples import CASES
+from support.samples import CASES
 
 import arrowdev as ad
 

@@ -15,7 +15,7 @@ _CHILD_PRELUDE = """
 import ctypes, gc, sys
 import pyarrow as pa
 import arrowdev as ad
-from cabi import ArrayProducer, SchemaProducer, capsule_pointer, encode_metadata, ArrowSchema, ArrowArray
+from support.cabi import ArrayProducer, SchemaProducer, capsule_pointer, encode_metadata, ArrowSchema, ArrowArray
 get = ctypes.pythonapi.PyCapsule_GetPointer
 get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
 
@@ -142,7 +142,7 @@ attempt(lambda: ad.DataType.from_arrow(schema().capsule()))
 
 def test_stream_without_callbacks_is_refused_and_released():
     out = run_in_child("""
-from cabi import ArrowArrayStream, RELEASE_STREAM, make_capsule
+from support.cabi import ArrowArrayStream, RELEASE_STREAM, make_capsule
 calls = []
 @RELEASE_STREAM
 def release(address):
@@ -167,7 +167,7 @@ def test_a_producers_null_sync_event_handle_means_nothing_to_wait_for():
     # in a child process: a CUDA driver that crashes on the handle fails this test, not the run
     out = run_in_child("""
 import cupy as cp
-from cabi import ArrowDeviceArray, RELEASE_ARRAY, make_capsule
+from support.cabi import ArrowDeviceArray, RELEASE_ARRAY, make_capsule
 values = cp.arange(4, dtype=cp.int32)
 producer = ArrayProducer(4, [0, values.data.ptr])
 handle = ctypes.c_void_p(0)

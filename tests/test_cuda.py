@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from samples import CASES, LAYOUTS, source_of
+from support.samples import CASES, LAYOUTS, source_of
 
 pytestmark = pytest.mark.gpu
 
@@ -62,7 +62,7 @@ def test_polars_reads_device_tables():
 
 
 def test_device_exports_carry_device_and_an_event():
-    from cabi import ArrowDeviceArray, capsule_pointer
+    from support.cabi import ArrowDeviceArray, capsule_pointer
 
     gcol = ad.column(pa.array([1, 2, 3])).to_device()
     _, capsule = gcol.__arrow_c_device_array__()
@@ -240,7 +240,7 @@ def test_cai_stream_is_waited_on(cupy):
 
 def test_cuda_host_data_is_exported_as_cpu_memory():
     """Pinned host memory is CPU memory: exported as ARROW_DEVICE_CPU (PyPI PyArrow refuses 3)."""
-    from cabi import ArrowDeviceArray, capsule_pointer
+    from support.cabi import ArrowDeviceArray, capsule_pointer
 
     host = ad.column(pa.array([1, 2, 3])).to_device().to_host()
     assert host.device.type == "cuda_host"

@@ -19,7 +19,7 @@ from distributed.protocol import serialize
 
 import arrowdev as ad
 import arrowdev.dask as add
-from samples import CASES, with_ipc_header
+from support.samples import CASES
 
 
 @pytest.fixture(scope="module")
@@ -238,27 +238,6 @@ def test_gpu_tcp_ping_pong_of_every_type(cuda_client):
 
 
 # ---- GPU memory in a cluster -------------------------------------------------------------------------
-
-
-@pytest.mark.gpu
-def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
-    """The importer sees the GPU under another index (here: the only one, under CUDA_VISIBLE_DEVICES=its
-    UUID, while the header says index 5): found by UUID."""
-    import os
-    import uuid
-
-    import cupy as cp
-
-    g = ad.column(pa.array([1.5, None, 2.5])).to_device()
-    (tmp_path / "h").write_bytes(with_ipc_header(g.export_ipc(), device=5))
-    gpu = "GPU-" + str(uuid.UUID(bytes=bytes(cp.cuda.runtime.getDeviceProperties(0)["uuid"])))
-    code = "import sys, arrowdev as ad; c = ad.import_ipc(open(sys.argv[1], 'rb').read()); print(c.to_pylist())"
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h")], capture_output=True, text=True,
-                         env=env, check=True)
-    assert out.stdout.strip() == "[1.5, None, 2.5]"
-    with pytest.raises(ad.InvalidArrowError, match="not visible in this process"):
-        ad.import_ipc(with_ipc_header(g.export_ipc(), device_uuid="00" * 16))
 
 
 @pytest.mark.gpu

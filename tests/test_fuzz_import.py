@@ -1,4 +1,4 @@
-"""The import fuzzer (tests/fuzz_arrow.py) in CI: a bounded number of malformed and valid Arrow C
+"""The import fuzzer (tests/support/fuzz_arrow.py) in CI: a bounded number of malformed and valid Arrow C
 structs, each case in a child process, none may crash, and every producer node must be released
 exactly as its producer's rules say. ``python3 benchmarks/fuzz_import.py --cases 40000`` runs
 the long version and prints its figures."""
@@ -9,18 +9,19 @@ import os
 
 import pytest
 
-import fuzz_arrow
-import fuzz_run
+from support import fuzz_arrow
+from support import fuzz_run
 
 # About 20 s on two busy cores; the seeds are fixed so a failure reproduces with
-# `python3 tests/fuzz_arrow.py SEED`.
+# `python3 -m tests.support.fuzz_arrow SEED` from the repository's root.
 CI_CASES = int(os.environ.get("ARROWDEV_FUZZ_CASES", "6000"))
 
 
 def test_fuzzed_structs_never_crash_and_every_node_is_released_once():
     figures = fuzz_run.run_parallel(0, CI_CASES, workers=2)
     assert figures.cases == CI_CASES
-    assert figures.crashes == [], f"crashed on seeds {figures.crashes}: rerun with python3 tests/fuzz_arrow.py SEED"
+    assert figures.crashes == [], (f"crashed on seeds {figures.crashes}: "
+                                   "rerun one with python3 -m tests.support.fuzz_arrow SEED")
     assert figures.unbalanced == []
     assert figures.wrong == []
     assert figures.outcomes["error at import"] == 0, [e for e in figures.errors if e[1].startswith("error at import")]

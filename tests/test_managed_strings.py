@@ -16,7 +16,7 @@ import arrowdev as ad
 from arrowdev.udf import probe
 from arrowdev.udf.spec import KernelSpec
 from arrowdev.udf import string_results as results
-from samples import DEVICES, STRING_TYPES, on
+from support.samples import DEVICES, STRING_TYPES, on
 
 OUTPUT_TYPES = ["string", "large_string", "string_view"]
 
@@ -104,7 +104,7 @@ def comparable(values):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("arrow_type", STRING_TYPES, ids=str)
 @pytest.mark.parametrize("name", list(UDFS))
-def test_each_operation_equals_python_str(device, arrow_type, name):
+def test_each_making_or_parsing_operation_equals_python_str(device, arrow_type, name):
     f = UDFS[name]
     col = on(device, pa.array(VALUES, arrow_type))
     assert comparable(col.apply(f).to_pylist()) == reference(f, VALUES)
@@ -232,7 +232,7 @@ def test_nrt_statistics_balance_on_the_gpu(monkeypatch):
 
 
 @pytest.mark.parametrize("name", list(UDFS))
-def test_cuda_typing_and_lowering_without_a_gpu(name):
+def test_making_udfs_type_for_cuda_without_a_gpu_and_say_if_they_allocate_or_fail(name):
     for kind in ("utf8_32", "utf8_view"):
         for mode in ("propagate", "aware"):
             traits = probe.udf_traits(UDFS[name], KernelSpec(((kind, True),), mode, "", "cuda"))
@@ -261,14 +261,14 @@ PROPERTY_UDFS = ["upper", "lower", "swapcase", "title", "capitalize", "strip_cha
 
 @settings(max_examples=12, deadline=None)
 @given(values=st.lists(text, max_size=30), type_index=st.integers(0, 2), output=st.sampled_from(OUTPUT_TYPES))
-def test_property_cpu(values, type_index, output):
+def test_property_of_making_udfs_cpu(values, type_index, output):
     _check_property("cpu", values, STRING_TYPES[type_index], output)
 
 
 @pytest.mark.gpu
 @settings(max_examples=15, deadline=None)
 @given(values=st.lists(text, max_size=30), type_index=st.integers(0, 2), output=st.sampled_from(OUTPUT_TYPES))
-def test_property_gpu(values, type_index, output):
+def test_property_of_making_udfs_gpu(values, type_index, output):
     _check_property("cuda", values, STRING_TYPES[type_index], output)
 
 
@@ -304,16 +304,6 @@ def test_float_parsing_is_correctly_rounded(device, numbers, style):
     texts = HARD_FLOATS + [style.format(x) for x in numbers]
     out = on(device, pa.array(texts)).apply(lambda s: float(s)).to_pylist()
     assert out == [float(t) for t in texts]
-
-
-def test_case_tables_are_what_the_generator_makes():
-    import unicodedata
-
-    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
-
-    assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
-    for name, function in gen_unicode_tables.MAPPINGS.items():
-        assert getattr(unicode_tables, name) == tuple(gen_unicode_tables.mapping(function)), name
 
 
 def _struct_fields(source: str, name: str) -> list[tuple[str, str]]:

@@ -1,5 +1,5 @@
 """Ownership invariants C1-C5 (docs/architecture.md, capsules/container.c), shown with a producer whose
-release callbacks count their calls per node (tests/counting_producer.py)."""
+release callbacks count their calls per node (tests/support/counting_producer.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev import _capsules
-from cabi import ArrowArray, ArrowDeviceArray, ArrowSchema, capsule_pointer
-from counting_producer import EXPECTED_ROWS, CountingProducer
+from support.cabi import ArrowArray, ArrowDeviceArray, ArrowSchema, capsule_pointer
+from support.counting_producer import EXPECTED_ROWS, CountingProducer
 
 
 @pytest.fixture(scope="module", autouse=True)

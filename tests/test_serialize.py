@@ -15,7 +15,7 @@ from distributed.protocol import deserialize, dumps, loads, serialize, to_serial
 import arrowdev as ad
 import arrowdev.dask as add
 from arrowdev import _serialize
-from samples import CASES, LAYOUTS, source_of
+from support.samples import CASES, LAYOUTS, source_of
 
 # Layouts whose children are referenced out of order are sent from their buffers' start (as copied).
 WHOLE_EXTENT = {"null", "run_end_encoded", "dense_union", "list_view", "large_list_view", "string_view",

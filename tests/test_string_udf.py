@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev.udf import probe
 from arrowdev.udf.spec import KernelSpec
-from samples import DEVICES, STRING_TYPES, on, reference
+from support.samples import DEVICES, STRING_TYPES, on, reference
 
 
 # ASCII, Latin, CJK and emoji text, empty strings, inline (<= 12 bytes) and out-of-line views, nulls
@@ -47,7 +47,7 @@ TRICKY = ["abc", "ABC", "Abc Def", "Abc def", "123", "١٢٣", "½", "²", " \t\
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("arrow_type", STRING_TYPES, ids=str)
 @pytest.mark.parametrize("name", list(UDFS))
-def test_each_operation_equals_python_str(device, arrow_type, name):
+def test_each_reading_operation_equals_python_str(device, arrow_type, name):
     f = UDFS[name]
     col = on(device, pa.array(WORDS, arrow_type))
     assert col.apply(f).to_pylist() == reference(f, WORDS)
@@ -93,17 +93,6 @@ def test_unicode_predicates_equal_python_str(device, name):
     assert col.apply(f).to_pylist() == reference(f, TRICKY + [None, ""])
 
 
-def test_unicode_tables_are_what_the_generator_makes():
-    import unicodedata
-
-    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
-
-    assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
-    for name, predicate in gen_unicode_tables.PREDICATES.items():
-        flat = tuple(v for pair in gen_unicode_tables.ranges(predicate) for v in pair)
-        assert getattr(unicode_tables, name) == flat, name
-
-
 def test_string_literals_keep_their_meaning_in_python():
     from arrowdev.udf.strings import Utf8Constant, with_string_constants
 
@@ -119,7 +108,7 @@ def test_string_literals_keep_their_meaning_in_python():
 
 @pytest.mark.parametrize("name", list(UDFS))
 @pytest.mark.parametrize("kind", ["utf8_32", "utf8_64", "utf8_view"])
-def test_cuda_typing_and_lowering_without_a_gpu(name, kind):
+def test_reading_udfs_type_and_lower_for_cuda_without_a_gpu(name, kind):
     spec = KernelSpec(((kind, True),), "propagate", "", "cuda")
     assert probe.udf_result_type(UDFS[name], spec) is not None
     aware = KernelSpec(((kind, True),), "aware", "", "cuda")
@@ -132,14 +121,14 @@ text = st.one_of(st.none(), st.text(alphabet=st.sampled_from(list("abé日本�
 @settings(max_examples=40, deadline=None)
 @given(values=st.lists(text, max_size=40), needle=st.sampled_from(["a", "ab", "é", "日本", "🎉", "xyz", ""]),
        type_index=st.integers(0, 2))
-def test_property_cpu(values, needle, type_index):
+def test_property_of_reading_udfs_cpu(values, needle, type_index):
     _check_property("cpu", values, needle, STRING_TYPES[type_index])
 
 
 @pytest.mark.gpu
 @settings(max_examples=20, deadline=None)
 @given(values=st.lists(text, max_size=40), needle=st.sampled_from(["ab", "é", "🎉"]), type_index=st.integers(0, 2))
-def test_property_gpu(values, needle, type_index):
+def test_property_of_reading_udfs_gpu(values, needle, type_index):
     _check_property("cuda", values, needle, STRING_TYPES[type_index])
 
 

@@ -9,7 +9,7 @@ import pytest
 import arrowdev as ad
 from arrowdev import _chunked, layout
 from arrowdev.cuda import transfer
-from samples import CASES, LAYOUTS, source_of
+from support.samples import CASES, LAYOUTS, source_of
 
 # Layouts whose children are referenced out of order keep their offset and copy from the start.
 WHOLE_EXTENT = {"null", "run_end_encoded", "dense_union", "list_view", "large_list_view", "string_view",

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev import _chunked
 
-from samples import CASES, LAYOUTS, N
-from samples import source_of as _source
+from support.samples import CASES, LAYOUTS, N
+from support.samples import source_of as _source
 
 
 def _chunks(source) -> list[pa.Array]:
@@ -246,7 +246,7 @@ def test_polars_series_made_by_polars_import_zero_copy(name):
     assert [b.address for b in ad.column(pl.Series(col)).buffers] == [b.address for b in col.buffers]
 
 
-def test_polars_dataframe_round_trip():
+def test_polars_dataframe_of_several_types_round_trips_zero_copy():
     source = pa.table({n: CASES[n] for n in ("int64", "float32", "bool", "timestamp[us,UTC]", "string", "struct")})
     tbl = ad.table(source)
     df = pl.DataFrame(tbl)

@@ -1,13 +1,12 @@
-"""Numeric, null-aware, row-wise and rolling UDFs, on the CPU (numba) and on the GPU (numba-cuda,
-marker ``gpu``), always against the same Python function applied row by row (pandas for
-rolling windows)."""
+"""Numeric, null-aware and row-wise UDFs, on the CPU (numba) and on the GPU (numba-cuda, marker ``gpu``),
+always against the same Python function applied row by row; the kernels' CUDA typing and compiling without
+a GPU. Rolling windows: tests/test_udf_rolling.py."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev.udf import codegen, kernels, probe
 from arrowdev.udf.spec import KernelSpec
-from samples import DEVICES, on, reference
+from support.samples import DEVICES, on, reference
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
 
@@ -90,40 +89,6 @@ def test_row_wise_over_columns_with_different_chunking(device):
     assert out.to_pylist() == reference(f, a.to_pylist(), b.to_pylist())
     aware = tbl.apply(lambda a, b: (0 if a is ad.NA else a) + (0 if b is ad.NA else b), columns=["a", "b"], null_aware=True)
     assert aware.to_pylist() == [11, 18, 33, 44, 50, -6, 77]
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("window,min_periods,center", [(3, None, False), (3, 1, False), (4, 2, True), (1, 1, False)])
-def test_rolling_matches_pandas(device, window, min_periods, center):
-    values = [1.0, None, 3.0, 4.0, 5.0, None, None, 8.0, 9.0, 10.0, 11.0]
-    col = on(device, pa.chunked_array([values[:4], values[4:]]))
-    out = col.rolling(window, min_periods=min_periods, center=center).apply(lambda w: w.sum())
-    expected = pd.Series(values, dtype=float).rolling(window, min_periods=min_periods, center=center).sum()
-    assert out.to_pylist() == [None if math.isnan(v) else v for v in expected]
-    def spread(w):  # numba-cuda has no array max/min reductions: a loop works on both targets
-        hi, lo = w[0], w[0]
-        for v in w:
-            hi, lo = max(hi, v), min(lo, v)
-        return hi - lo
-
-    means = col.rolling(window, min_periods=min_periods, center=center).apply(spread)
-    want = pd.Series(values, dtype=float).rolling(window, min_periods=min_periods, center=center).apply(
-        lambda w: np.nanmax(w) - np.nanmin(w) if np.isfinite(w).any() else np.nan, raw=True)
-    assert means.to_pylist() == [None if math.isnan(v) else v for v in want]
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_rolling_windows_can_be_looped_and_indexed(device):
-    col = on(device, pa.array([1, 2, 3, 4, 5], pa.int64()))
-
-    def weighted(w):
-        total = 0
-        for k in range(len(w)):
-            total += w[k] * (k + 1)
-        return total
-
-    out = col.rolling(3, min_periods=1).apply(weighted)
-    assert out.to_pylist() == [1, 1 + 4, 1 + 4 + 9, 2 + 6 + 12, 3 + 8 + 15]
 
 
 @pytest.mark.parametrize("device", DEVICES)

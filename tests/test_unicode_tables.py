@@ -63,3 +63,24 @@ def test_the_generator_check_runs_without_arrowdev():
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert "OK" in done.stderr
+
+
+def test_unicode_tables_are_what_the_generator_makes():
+    import unicodedata
+
+    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
+
+    assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
+    for name, predicate in gen_unicode_tables.PREDICATES.items():
+        flat = tuple(v for pair in gen_unicode_tables.ranges(predicate) for v in pair)
+        assert getattr(unicode_tables, name) == flat, name
+
+
+def test_case_tables_are_what_the_generator_makes():
+    import unicodedata
+
+    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
+
+    assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
+    for name, function in gen_unicode_tables.MAPPINGS.items():
+        assert getattr(unicode_tables, name) == tuple(gen_unicode_tables.mapping(function)), name

@@ -1,5 +1,5 @@
 """A producer the tests control: ``struct<a: int32, b: list<int32>, c: dictionary<int8, int32>>``
-built by hand from :class:`cabi.ArrayProducer` nodes, each of which counts its release calls.
+built by hand from :class:`support.cabi.ArrayProducer` nodes, each of which counts its release calls.
 The nodes follow the specification's rules: a parent's release releases the children and
 dictionary it still owns, then sets its own release to NULL.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from cabi import ArrayProducer
+from .cabi import ArrayProducer
 
 TYPE = pa.struct([("a", pa.int32()), ("b", pa.list_(pa.int32())), ("c", pa.dictionary(pa.int8(), pa.int32()))])
 EXPECTED_ROWS = [

@@ -1,4 +1,4 @@
-"""Running the import fuzzer's cases (tests/fuzz_arrow.py) in child processes, and its figures.
+"""Running the import fuzzer's cases (tests/support/fuzz_arrow.py) in child processes, and its figures.
 
 :func:`run_batch` runs many seeds in one child process, which prints a line before and after each
 case, so a crash names its seed; the parent starts a new child after the crashed case.
@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fuzz_arrow import run_case
+from .fuzz_arrow import run_case
 
 @dataclass
 class Figures:
@@ -80,14 +80,15 @@ def _child_main(start: int, stop: int) -> None:
 def run_batch(start: int, count: int, figures: Figures, timeout: float = 600) -> None:
     """Runs seeds [start, start + count) in child processes; a crash is recorded with its seed
     and the seeds after it run in a new child."""
-    here = Path(__file__).parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parent), str(here), os.environ.get("PYTHONPATH", "")])}
+    # the child imports support.fuzz_run (under tests/) and arrowdev (under the root)
+    tests, root = Path(__file__).parents[1], Path(__file__).parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tests), os.environ.get("PYTHONPATH", "")])}
     stop = start + count
     while start < stop:
-        code = f"import fuzz_run; fuzz_run._child_main({start}, {stop})"
+        code = f"from support import fuzz_run; fuzz_run._child_main({start}, {stop})"
         try:
             done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout,
-                                  cwd=here.parent)
+                                  cwd=root)
             stdout, status = done.stdout, done.returncode
         except subprocess.TimeoutExpired as e:
             stdout, status = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"

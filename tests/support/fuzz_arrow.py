@@ -14,8 +14,9 @@ device fields. Nothing lies about a buffer's size (a longer length, a wider form
 bytes): no consumer can catch that (docs/validation.md), and such a case would crash whatever
 reads it.
 
-:mod:`fuzz_run` runs many seeds in child processes. ``python3 tests/fuzz_arrow.py SEED`` reruns
-one case here, in this process, and says what it did (``ARROWDEV_FUZZ_VERBOSE=1``: before it runs).
+:mod:`fuzz_run` runs many seeds in child processes. ``python3 -m tests.support.fuzz_arrow SEED`` (from the
+repository's root) reruns one case here, in this process, and says what it did (``ARROWDEV_FUZZ_VERBOSE=1``:
+before it runs).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrowArray, ArrowArrayStream, ArrowDeviceArray,
+from .cabi import (RELEASE_ARRAY, RELEASE_SCHEMA, ArrowArray, ArrowArrayStream, ArrowDeviceArray,
                   ArrowDeviceArrayStream, ArrowSchema, capsule_pointer, encode_metadata, make_capsule)
 
 # ---- the producer's side: nodes with counted releases ------------------------------------------
@@ -555,7 +556,7 @@ def run_case(seed: int) -> tuple[str, Case]:
     return outcome, case
 
 
-if __name__ == "__main__":  # python3 tests/fuzz_arrow.py SEED: one case, here, with its story
+if __name__ == "__main__":  # python3 -m tests.support.fuzz_arrow SEED: one case, here, with its story
     outcome, case = run_case(int(sys.argv[1]))
     print(" | ".join(entry for entry in case.log if entry))
     print(outcome)
