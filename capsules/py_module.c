@@ -530,12 +530,13 @@ static PyMethodDef module_methods[] = {
     {"import_device_array", import_device_array, METH_O, "hold an arrow_device_array capsule (moves it)"},
     {"import_array", import_array, METH_O, "hold an arrow_array capsule as CPU data (moves it)"},
     {"import_pair", (PyCFunction)(void (*)(void))import_pair, METH_FASTCALL,
-     "import_pair(schema, array, known_types, dtype=None): (dtype, held array) for a capsule pair, "
-     "checked against the schema, then moved; None when no dtype is given or known for the schema"},
+     "import_pair(schema, array, dtype=None): (dtype, held array of dtype) for a capsule pair, the type "
+     "given or from the type cache (parsed on a miss), the array checked against the schema, then moved; "
+     "None when the schema is not a live arrow_schema capsule and no dtype is given"},
     {"import_from", (PyCFunction)(void (*)(void))import_from, METH_FASTCALL,
-     "import_from(obj, known_types, column_type=None): read_arrow's fast path for an object whose first protocol is "
-     "__arrow_c_device_array__: (dtype, [held]) or, given column_type, a column; (None, exported "
-     "pair) or None"},
+     "import_from(obj, column_type=None): read_arrow's fast path for an object whose first protocol is "
+     "__arrow_c_device_array__: (dtype, [held]) or, given column_type, a column; (None, what it "
+     "returned) or None"},
     {"schema_key", schema_key_of, METH_O, "a bytes key of an arrow_schema capsule's content, checked first (InvalidArrowError)"},
     {"export_schema", export_schema, METH_O, "export_schema(dtype): a deep copy of a DataType's schema"},
     {"type_of_schema", type_of_schema, METH_O,
