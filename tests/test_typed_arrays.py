@@ -127,3 +127,16 @@ def test_one_type_cache_in_the_native_core():
     assert again is first
     assert ad_types.type_of_schema(fresh.__arrow_c_schema__()) is first
     assert _capsules.type_cache_size() == grown
+
+
+@pytest.mark.gpu
+def test_gpu_imports_and_copies_are_built_typed():
+    import cupy
+
+    col = ad.column(cupy.arange(4, dtype=cupy.int32))  # interop/cuda_arrays.py builds it
+    assert _chunked.chunks(col)[0].dtype == ad.DataType.from_arrow(pa.int32())
+    assert col.to_pylist() == [0, 1, 2, 3]
+    rows = [{"a": 1, "s": "x"}, None, {"a": 3, "s": None}]
+    on_gpu = ad.column(pa.array(rows)).to_device(0)  # cuda/transfer.py builds every node
+    assert [chunk.dtype for chunk in _chunked.chunks(on_gpu)] == [on_gpu.type]
+    assert on_gpu.to_host().to_pylist() == rows
