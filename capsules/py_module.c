@@ -210,12 +210,13 @@ static PyObject* CDeviceArray_get_dtype(CDeviceArrayObject* self, void* unused) 
   return Py_NewRef(self->dtype != NULL ? self->dtype : Py_None);
 }
 
-/* Exports, then holds the export in a new container of type dtype (NULL: untyped): how slices,
- * children and the dictionary become arrays of their own that keep this container alive. */
-static PyObject* hold_export(struct ArrowDeviceArray* exported, int rc, PyObject* dtype) {
+/* Exports, then holds the export in a new container of type dtype (NULL: untyped) whose schema
+ * is schema: how slices, children and the dictionary become arrays of their own that keep this
+ * container alive. */
+static PyObject* hold_export(struct ArrowDeviceArray* exported, int rc, PyObject* dtype,
+                             const struct ArrowSchema* schema) {
   if (rc) return PyErr_NoMemory();
-  const struct ArrowSchema* schema = dtype != NULL ? type_schema(dtype) : NULL;
-  PyObject* out = dtype == NULL || schema != NULL ? hold(exported, NULL) : NULL;
+  PyObject* out = hold(exported, NULL);
   if (out == NULL) ArrowArrayReleaseIfLive(&exported->array);
   return out != NULL && dtype != NULL ? with_type_of(out, dtype, schema) : out;
 }
@@ -245,16 +246,21 @@ static PyObject* CDeviceArray_slice(CDeviceArrayObject* self, PyObject* args) {
     return NULL;
   }
   struct ArrowDeviceArray exported;
-  return hold_export(&exported, container_export(self->container, offset, length, null_count, &exported), self->dtype);
+  int rc = container_export(self->container, offset, length, null_count, &exported);
+  return hold_export(&exported, rc, self->dtype, self->schema);
 }
 
 /* Child i (or the dictionary, i == -1) as an array of its own, of the child's type when this
  * array has one. */
 static PyObject* export_child(CDeviceArrayObject* self, long long i) {
   PyObject* dtype = node_type(self, i);
-  if (dtype == NULL && PyErr_Occurred()) return NULL;
+  const struct ArrowSchema* schema = dtype != NULL ? type_schema(dtype) : NULL;
+  if ((dtype == NULL && PyErr_Occurred()) || (dtype != NULL && schema == NULL)) {
+    Py_XDECREF(dtype);
+    return NULL;
+  }
   struct ArrowDeviceArray exported;
-  PyObject* out = hold_export(&exported, container_export_child(self->container, i, &exported), dtype);
+  PyObject* out = hold_export(&exported, container_export_child(self->container, i, &exported), dtype, schema);
   Py_XDECREF(dtype);
   return out;
 }
