@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _capsules
-from .types import KNOWN_TYPES, DataType, type_of_schema
+from .types import DataType, type_of_schema
 
 _PROTOCOLS = ("__arrow_c_device_stream__", "__arrow_c_device_array__", "__arrow_c_stream__",
               "__arrow_c_array__")
@@ -40,9 +40,10 @@ def read_arrow(obj: Any, schema: Any = None) -> tuple[DataType, list[Any]]:
 def import_from(obj: Any) -> tuple[DataType | None, Any] | None:
     """The hot path of :func:`read_arrow`, natively (capsules/py_import.c): for an object whose
     first protocol is ``__arrow_c_device_array__`` (PyArrow arrays and record batches), its
-    ``(dtype, [held])`` when its type was seen before, else ``(None, what the protocol returned)``;
-    None for any other object (nothing called). Pass the result on to :func:`read_arrow_after`."""
-    return _capsules.import_from(obj, KNOWN_TYPES)
+    ``(dtype, [held])`` (its type from the native type cache, or parsed into it), else, when the
+    protocol returned no schema and array capsule pair, ``(None, what it returned)``; None for any
+    other object (nothing called). Pass the result on to :func:`read_arrow_after`."""
+    return _capsules.import_from(obj)
 
 
 def read_arrow_after(obj: Any, schema: Any, found: tuple[Any, Any] | None) -> tuple[DataType, list[Any]]:
@@ -115,9 +116,9 @@ def _from_capsule(capsule: Any, name: str, schema: Any) -> tuple[DataType, list[
 
 
 def _from_pair(schema_capsule: Any, array_capsule: Any) -> tuple[DataType, list[Any]]:
-    found = _capsules.import_pair(schema_capsule, array_capsule, KNOWN_TYPES)  # checked, then moved
-    if found is None:  # a schema not seen before: parse it, so a malformed format raises before the move
-        found = _capsules.import_pair(schema_capsule, array_capsule, None, type_of_schema(schema_capsule))
+    found = _capsules.import_pair(schema_capsule, array_capsule)  # typed (parsed on a miss), checked, then moved
+    if found is None:  # not a live schema capsule: type_of_schema says what is wrong with it
+        found = _capsules.import_pair(schema_capsule, array_capsule, type_of_schema(schema_capsule))
     dtype, held = found
     return dtype, [held]
 
@@ -129,14 +130,18 @@ def read_stream(capsule: Any) -> tuple[DataType, list[Any]]:
         dtype = type_of_schema(stream.get_schema())
         arrays = []
         while (held := stream.get_next()) is not None:
-            check_tree(dtype, held)
-            arrays.append(held)
+            arrays.append(typed(dtype, held))
         return dtype, arrays
     finally:
         stream.release()
 
 
+def typed(dtype: DataType, held: Any) -> Any:
+    """``held`` as an array of ``dtype``, after every node is checked against it (buffer and child
+    counts, dictionaries, null counts, child lengths), in the native core: capsules/check.c."""
+    return held.with_type(dtype)
+
+
 def check_tree(dtype: DataType, held: Any) -> None:
-    """Checks every node of a held array against its type (buffer and child counts, dictionaries,
-    null counts, child lengths), in the native core: capsules/check.c."""
-    held.check(dtype.schema_address)
+    """Checks every node of a held array against a type, as :func:`typed` does (InvalidArrowError)."""
+    typed(dtype, held)

@@ -269,18 +269,18 @@ class _Rebuilder:
         keep.append(rebased)
         return rebased.ctypes.data
 
-    def build(self, node: list, top: bool = False) -> Any:
-        """The held array of a node and its subtree; a top node carries the event of the device
-        rebases (all on one stream, so the last fires after every one)."""
+    def build(self, dtype: DataType, node: list, top: bool = False) -> Any:
+        """The held array (of ``dtype``) of a node and its subtree; a top node carries the event of
+        the device rebases (all on one stream, so the last fires after every one)."""
         length, null_count, offset, buffers, children, dictionary = node
         keep: list[Any] = []
         addresses = [self.buffer(entry, keep) for entry in buffers]
-        kids = [self.build(child) for child in children]
-        dictionary = None if dictionary is None else self.build(dictionary)
+        kids = [self.build(child_type, child) for child_type, child in zip(dtype.children, children, strict=True)]
+        dictionary = None if dictionary is None else self.build(dtype.value_type, dictionary)
         event = self.events[-1] if top and self.events else None
         if event is not None:
             keep.append(event)
-        return _capsules.build(length, null_count, offset, addresses, kids, dictionary,
+        return _capsules.build(dtype, length, null_count, offset, addresses, kids, dictionary,
                                device_type=self.device.code, device_id=self.device.id, keepalive=keep,
                                sync_event=None if event is None else event.address)
 
@@ -311,7 +311,7 @@ def from_frames(header: dict[str, Any], frames: list[Any]) -> Any:
         raise InvalidArrowError(f"expected {header.get('frames')} frames for this arrowdev header, got {len(frames)}")
     dtype = _schema_type(bytes(header["schema"]))
     rebuilder = _Rebuilder(frames)
-    chunks = [rebuilder.build(node, top=True) for node in header["chunks"]]
+    chunks = [rebuilder.build(dtype, node, top=True) for node in header["chunks"]]
     obj = _chunked.make(header["kind"], dtype, chunks)
     source = Device.from_code(*header["device"])
     if source.type in ("cuda", "cuda_managed") and not rebuilder.on_device:

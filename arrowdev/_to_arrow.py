@@ -50,7 +50,7 @@ def cheap_target(native: DataType, requested_schema: Any) -> DataType | None:
 
 def array_capsules(dtype: DataType, held: Any, device: bool) -> tuple[Any, Any]:
     """(schema, array) capsules for one held array ready to export (its null counts computed)."""
-    pair = held.export_pair(dtype.schema_address, device)
+    pair = held.export_pair(device, -1, dtype)
     if pair is None:  # a bug in arrowdev, not in the data: ArrowColumn._ready_chunk comes first
         raise RuntimeError("arrowdev exported an array before computing its null counts")
     return pair
@@ -100,5 +100,5 @@ def cpu_labelled(dtype: DataType, held: Any) -> Any:
     if nulls < 0:
         nulls = layout.null_count(dtype, node.offset, node.length, node.buffers[0] if node.buffers else 0,
                                   layout.read_cpu)
-    return _capsules.build(node.length, nulls, node.offset, list(node.buffers),
+    return _capsules.build(dtype, node.length, nulls, node.offset, list(node.buffers),
                            [held.child(i) for i in range(len(node.children))], held.dictionary(), keepalive=held)

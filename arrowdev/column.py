@@ -32,7 +32,7 @@ from ._from_arrow import check_tree, read_arrow, read_arrow_after
 from ._to_arrow import (StreamOnly, array_capsules, cheap_target, check_kwargs, cpu_labelled,
                         pyarrow_import_device_array, stream_capsule)
 from .errors import InvalidArrowError
-from .types import KNOWN_TYPES, DataType, Device
+from .types import DataType, Device
 
 __all__ = ["ArrowColumn", "BufferInfo", "column"]
 
@@ -491,7 +491,7 @@ def column(obj: Any, schema: Any = None) -> ArrowColumn:
     [1, None, 3]
     """
     if schema is None:  # kept to few steps: an import is often per call (benchmarks/bench_exchange.py)
-        found = _import_from(obj, KNOWN_TYPES, ArrowColumn)  # as _from_arrow.import_from, made a column
+        found = _import_from(obj, ArrowColumn)  # as _from_arrow.import_from, made a column
         if found.__class__ is ArrowColumn:
             return found
         if isinstance(obj, ArrowColumn):

@@ -407,7 +407,8 @@ class ArrowTable:
         batches = []
         for lo, hi in _chunked.aligned_bounds(self._columns, self._num_rows):
             pieces = [_chunked.exportable_chunks(col.slice(lo, hi - lo))[0] for col in self._columns]
-            batches.append(_capsules.build(hi - lo, 0, 0, [0], pieces, device_type=device.code, device_id=device.id))
+            batches.append(_capsules.build(self.schema, hi - lo, 0, 0, [0], pieces, device_type=device.code,
+                                           device_id=device.id))
         return batches
 
     def __arrow_c_schema__(self) -> Any:
@@ -419,7 +420,7 @@ class ArrowTable:
         batches = self._batches
         if (requested_schema is None and not kwargs and batches is not None and len(batches) == 1
                 and batches[0].device_type not in HOST_LABELS):
-            pair: tuple[Any, Any] | None = batches[0].export_pair(self.schema.schema_address, True)  # the hot path
+            pair: tuple[Any, Any] | None = batches[0].export_pair(True)  # the hot path
             if pair is not None:
                 return pair
         return self.to_struct_array().__arrow_c_device_array__(requested_schema, **kwargs)

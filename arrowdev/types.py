@@ -96,7 +96,7 @@ class DataType:
         return type_of_schema(method())
 
     def __arrow_c_schema__(self) -> Any:
-        return _capsules.export_schema(self._address)
+        return _capsules.export_schema(self)
 
     @cached_property
     def _metadata(self) -> Any:
@@ -112,11 +112,6 @@ class DataType:
     def c_schema(self) -> Any:
         """The nanoarrow ``CSchema`` of this type (arrowdev's own copy of the producer's schema)."""
         return self._c
-
-    @property
-    def schema_address(self) -> int:
-        """The address of this type's ``ArrowSchema``, for the native core (valid while the type lives)."""
-        return self._address
 
     @cached_property
     def _view(self) -> Any:
@@ -214,34 +209,35 @@ class DataType:
         return self._text
 
 
-# Parsed types by schema content (the native core's schema_key), so that importing the same type
-# again costs no parse. Bounded: when full, it starts over.
-KNOWN_TYPES: dict[bytes, DataType] = {}
-_KNOWN_TYPES_MAX = 1024
-
-
 def type_of_schema(capsule: Any) -> DataType:
     """The DataType of an ``arrow_schema`` capsule, parsed once per distinct schema: capsules whose
     trees have the same content share one DataType, which wraps arrowdev's own copy of the schema,
     so no producer's capsule is kept.
 
     The producer's tree is checked in C first (capsules/check.c: NULL and released nodes, shared
-    nodes, depth, formats, metadata lengths), then copied without the flags that mean nothing for
-    a node's type, and the copy is parsed by nanoarrow at every node, so a malformed tree raises
-    :class:`~arrowdev.InvalidArrowError` here, and not when a later call reaches the bad node.
-    A capsule of another name raises ``ValueError``; another object ``TypeError``."""
-    key = _capsules.schema_key(capsule)  # checks the tree first: InvalidArrowError
-    known = KNOWN_TYPES.get(key)
-    if known is not None:
-        return known
+    nodes, depth, formats, metadata lengths), then looked up in the native core's type cache (the
+    only one: capsules/py_types.c); a type not seen before is copied without the flags that mean
+    nothing for a node's type, and the copy is parsed by nanoarrow at every node
+    (:func:`_parse_schema`), so a malformed tree raises :class:`~arrowdev.InvalidArrowError` here,
+    and not when a later call reaches the bad node. A capsule of another name raises
+    ``ValueError``; another object ``TypeError``.
+
+    >>> import pyarrow as pa
+    >>> type_of_schema(pa.int64().__arrow_c_schema__()) is type_of_schema(pa.int64().__arrow_c_schema__())
+    True
+    """
+    dtype: DataType = _capsules.type_of_schema(capsule)
+    return dtype
+
+
+def _parse_schema(copy: Any) -> DataType:
+    """The parser the native type cache calls on a miss: a DataType over ``copy`` (arrowdev's own
+    checked copy of a producer's schema, an ``arrow_schema`` capsule), every node parsed now."""
     try:
-        dtype = DataType(na.c_schema(_capsules.copy_schema(capsule)))
+        dtype = DataType(na.c_schema(copy))
     except (TypeError, ValueError, RuntimeError) as e:  # nanoarrow's errors, if its rules are stricter
         raise InvalidArrowError(f"malformed Arrow schema: {e}") from e
     _parse_every_node(dtype)
-    if len(KNOWN_TYPES) >= _KNOWN_TYPES_MAX:
-        KNOWN_TYPES.clear()
-    KNOWN_TYPES[key] = dtype
     return dtype
 
 
@@ -264,3 +260,6 @@ def _same_type(a: Any, b: Any) -> bool:
     if a.dictionary is not None and not _same_type(a.dictionary, b.dictionary):
         return False
     return all(x.name == y.name and _same_type(x, y) for x, y in zip(a.children, b.children))
+
+
+_capsules.register_types(DataType, _parse_schema)

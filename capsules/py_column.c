@@ -26,17 +26,11 @@
 
 #include <structmember.h>
 
-/* The ArrowSchema of a DataType (its _address), or NULL (no exception) when it has none. */
+/* The ArrowSchema of a DataType (py_types.c), or NULL (no exception) when it has none: the
+ * exports then take the Python path, which says what is wrong. */
 static const struct ArrowSchema* schema_of(PyObject* dtype) {
-  static PyObject* address_name = NULL;
-  if (address_name == NULL && (address_name = PyUnicode_InternFromString("_address")) == NULL) {
-    PyErr_Clear();
-    return NULL;
-  }
-  PyObject* address = PyObject_GetAttr(dtype, address_name);
-  const struct ArrowSchema* schema = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
-  Py_XDECREF(address);
-  PyErr_Clear(); /* no schema: the exports take the Python path, which says what is wrong */
+  const struct ArrowSchema* schema = type_schema(dtype);
+  if (schema == NULL) PyErr_Clear();
   return schema;
 }
 
@@ -82,7 +76,7 @@ static PyObject* Column_get_type(ColumnObject* self, void* unused) {
   return Py_NewRef(self->type != NULL ? self->type : Py_None);
 }
 
-/* Setting _type also sets the schema address the native exports use. */
+/* Setting _type also sets the schema the native exports use. */
 static int Column_set_type(ColumnObject* self, PyObject* value, void* unused) {
   if (value == NULL) {
     PyErr_SetString(PyExc_AttributeError, "a column's type cannot be deleted");

@@ -1,6 +1,6 @@
 /* arrowdev._capsules, imports: how a producer's arrays come in. hold (checks, then moves a struct
  * into a container), the module functions import_array, import_device_array, import_pair and
- * import_from, and schema_key, by which a schema's parsed type is found again (schema.c S2).
+ * import_from, and schema_key (schema.c S2), by which the type cache (py_types.c) finds a parsed type again.
  *
  * Every import checks the tree before it moves it (C9, docs/architecture.md): on a bad tree nothing is moved,
  * the producer's capsule stays usable, and its destructor releases it as usual.
@@ -52,7 +52,7 @@ static PyObject* move_in(struct ArrowDeviceArray* src, PyObject* keepalive) {
     Py_XDECREF(keepalive);
     return PyErr_NoMemory();
   }
-  return wrap_container(c);
+  return wrap_container(c, NULL, NULL);
 }
 
 /* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved. */
@@ -94,94 +94,50 @@ static const struct ArrowSchema* schema_in(PyObject* capsule) {
   return schema != NULL && !ArrowSchemaIsReleased(schema) ? schema : NULL;
 }
 
-/* The types of the last few schemas looked up, each with the address of its own schema (valid
- * while we hold the type), compared by content (schema_equal) before the known_types dict is
- * asked: a program imports the same few types again and again, and this needs no key. */
-enum { kRecentTypes = 8 };
-static struct {
-  const struct ArrowSchema* schema;
-  PyObject* dtype;
-} recent_types[kRecentTypes];
-static int recent_next;
-
-/* Remembers a DataType (its schema at dtype._address) and returns that schema; a failure only
- * means it is not remembered (NULL, no exception). */
-static const struct ArrowSchema* remember_type(PyObject* dtype) {
-  PyObject* address = PyObject_GetAttrString(dtype, "_address");
-  const struct ArrowSchema* schema = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
-  Py_XDECREF(address);
-  if (schema == NULL) {
-    PyErr_Clear();
-    return NULL;
-  }
-  int slot = recent_next;
-  recent_next = (recent_next + 1) % kRecentTypes;
-  Py_XSETREF(recent_types[slot].dtype, Py_NewRef(dtype));
-  recent_types[slot].schema = schema;
-  return schema;
-}
-
-/* The DataType for the schema, borrowed: a recent one, else the one known_types (a dict:
- * schema_key -> DataType) holds; NULL (no exception) when neither knows it. *own is set to the
- * type's own schema (its _address) when known, else NULL. */
-static PyObject* known_type(const struct ArrowSchema* schema, PyObject* known_types,
-                            const struct ArrowSchema** own) {
-  *own = NULL;
-  if (schema == NULL) return NULL;
-  for (int i = 0; i < kRecentTypes; i++) {
-    if (recent_types[i].dtype != NULL && schema_equal(recent_types[i].schema, schema)) {
-      *own = recent_types[i].schema;
-      return recent_types[i].dtype;
-    }
-  }
-  if (!PyDict_CheckExact(known_types)) return NULL;
-  SchemaKey key;
-  PyObject* bytes = NULL;
-  if (schema_key(schema, &key) == 0 && !key.failed) bytes = PyBytes_FromStringAndSize(key.data, (Py_ssize_t)key.len);
-  schema_key_free(&key);
-  PyObject* dtype = bytes != NULL ? PyDict_GetItemWithError(known_types, bytes) : NULL;
-  Py_XDECREF(bytes);
-  PyErr_Clear(); /* a failed lookup is a miss: the caller parses the schema instead */
-  if (dtype != NULL) *own = remember_type(dtype);
-  return dtype;
-}
-
 /* Imports a (schema, array) capsule pair: the array (arrow_device_array, else arrow_array)
- * checked against the schema (capsules/check.c), then moved (C9: on a bad tree nothing is moved).
- * Its type is `given` (not None), else the one known_types holds for the schema. 1 with new
- * references in *dtype and *held; 0 when no type is given or known (nothing touched: the caller
- * parses, and so validates, the schema first); -1 with an exception. */
-static int import_typed(PyObject* schema_capsule, PyObject* array_capsule, PyObject* known_types, PyObject* given,
-                        PyObject** dtype, PyObject** held, const struct ArrowSchema** own) {
+ * checked against the schema (capsules/check.c), then moved (C9: on a bad tree nothing is moved),
+ * and typed. Its type is `given` (not None), else the cached or newly parsed type of the schema
+ * (py_types.c; a malformed schema raises before the move). 1 with new references in *dtype and
+ * *held, *own the type's own schema; 0 when there is no schema capsule to read and no type given
+ * (nothing touched: the caller's own steps say what is wrong); -1 with an exception. */
+static int import_typed(PyObject* schema_capsule, PyObject* array_capsule, PyObject* given, PyObject** dtype,
+                        PyObject** held, const struct ArrowSchema** own) {
   const struct ArrowSchema* schema = schema_in(schema_capsule);
   *own = NULL;
   if (schema != NULL && check_schema_tree(schema)) return -1; /* before anything walks it */
-  *dtype = given != Py_None ? given : known_type(schema, known_types, own);
-  if (*dtype == NULL) return 0;
   if (schema == NULL) {
+    if (given == Py_None) return 0;
     if (capsule_struct(schema_capsule, "arrow_schema") != NULL) {
       PyErr_SetString(InvalidArrowError, "the schema capsule was already consumed");
     }
     return -1;
   }
+  if (given != Py_None) {
+    if ((*own = type_schema(given)) == NULL) return -1;
+    *dtype = Py_NewRef(given);
+  } else if ((*dtype = type_for_schema(schema, own)) == NULL) {
+    return -1;
+  }
   const char* name = PyCapsule_CheckExact(array_capsule) ? PyCapsule_GetName(array_capsule) : NULL;
   int device = name != NULL && strcmp(name, "arrow_device_array") == 0;
-  Py_INCREF(*dtype); /* borrowed from a cache until now */
   *held = import_capsule(array_capsule, device, schema);
-  if (*held != NULL) return 1;
+  if (*held != NULL) {
+    with_type_of(*held, *dtype, *own);
+    return 1;
+  }
   Py_CLEAR(*dtype);
   return -1;
 }
 
-/* import_pair(schema_capsule, array_capsule, known_types, dtype=None): (dtype, held array), as
- * import_typed; None when no type is given or known. */
+/* import_pair(schema_capsule, array_capsule, dtype=None): (dtype, held array), as import_typed;
+ * None when the schema is not a live arrow_schema capsule and no dtype is given. */
 PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs < 3 || nargs > 4) {
-    return PyErr_Format(PyExc_TypeError, "import_pair expected 3 or 4 arguments, got %zd", nargs);
+  if (nargs < 2 || nargs > 3) {
+    return PyErr_Format(PyExc_TypeError, "import_pair expected 2 or 3 arguments, got %zd", nargs);
   }
   PyObject *dtype, *held;
   const struct ArrowSchema* own;
-  int found = import_typed(args[0], args[1], args[2], nargs == 4 ? args[3] : Py_None, &dtype, &held, &own);
+  int found = import_typed(args[0], args[1], nargs == 3 ? args[2] : Py_None, &dtype, &held, &own);
   if (found <= 0) return found == 0 ? Py_NewRef(Py_None) : NULL;
   PyObject* pair = PyTuple_Pack(2, dtype, held);
   Py_DECREF(dtype);
@@ -217,24 +173,24 @@ static void decref_keeping_error(PyObject* obj) {
   PyErr_Restore(type, value, traceback);
 }
 
-/* import_from(obj, known_types, column_type=None): read_arrow's fast path (arrowdev/_from_arrow.py),
- * the same steps for the commonest producer: an object (not a tuple or capsule) whose first
- * protocol in arrowdev's order is __arrow_c_device_array__, as PyArrow arrays and record batches
- * are. Calls it with no arguments, then imports the pair as import_pair does: when known_types
- * knows the schema, (dtype, [held]), or with column_type (ColumnCore or a subclass: ArrowColumn)
- * a new column of that type over the one chunk (py_column.c, no Python runs); else (None, what the
- * method returned) for the caller to go on with. None when obj is not such an object: nothing
- * was called. */
+/* import_from(obj, column_type=None): read_arrow's fast path (arrowdev/_from_arrow.py), the same
+ * steps for the commonest producer: an object (not a tuple or capsule) whose first protocol in
+ * arrowdev's order is __arrow_c_device_array__, as PyArrow arrays and record batches are. Calls it
+ * with no arguments, then imports the pair as import_pair does: (dtype, [held]), or with
+ * column_type (ColumnCore or a subclass: ArrowColumn) a new column of that type over the one chunk
+ * (py_column.c; Python runs only to parse a type not cached yet); else, when the method returned
+ * no pair of a live schema capsule and an array, (None, what it returned) for the caller to go on
+ * with. None when obj is not such an object: nothing was called. */
 PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2 && nargs != 3) {
-    return PyErr_Format(PyExc_TypeError, "import_from expected 2 or 3 arguments, got %zd", nargs);
+  if (nargs != 1 && nargs != 2) {
+    return PyErr_Format(PyExc_TypeError, "import_from expected 1 or 2 arguments, got %zd", nargs);
   }
   PyTypeObject* column_type = NULL;
-  if (nargs == 3 && args[2] != Py_None) {
-    if (!PyType_Check(args[2]) || !PyType_IsSubtype((PyTypeObject*)args[2], &ColumnCoreType)) {
-      return PyErr_Format(PyExc_TypeError, "expected a ColumnCore type or None, got %.200s", Py_TYPE(args[2])->tp_name);
+  if (nargs == 2 && args[1] != Py_None) {
+    if (!PyType_Check(args[1]) || !PyType_IsSubtype((PyTypeObject*)args[1], &ColumnCoreType)) {
+      return PyErr_Format(PyExc_TypeError, "expected a ColumnCore type or None, got %.200s", Py_TYPE(args[1])->tp_name);
     }
-    column_type = (PyTypeObject*)args[2];
+    column_type = (PyTypeObject*)args[1];
   }
   static PyObject *device_stream = NULL, *device_array = NULL;
   if (device_stream == NULL) {
@@ -256,8 +212,7 @@ PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
   const struct ArrowSchema* own = NULL;
   int found = 0;
   if (PyTuple_CheckExact(exported) && PyTuple_GET_SIZE(exported) == 2) {
-    found = import_typed(PyTuple_GET_ITEM(exported, 0), PyTuple_GET_ITEM(exported, 1), args[1], Py_None, &dtype, &held,
-                         &own);
+    found = import_typed(PyTuple_GET_ITEM(exported, 0), PyTuple_GET_ITEM(exported, 1), Py_None, &dtype, &held, &own);
   }
   if (found == 0) {
     out = PyTuple_Pack(2, Py_None, exported);

@@ -4,7 +4,8 @@
  *                children and exports as PyCapsules.
  * CArrayStream   an imported ArrowArrayStream / ArrowDeviceArrayStream (py_stream.c).
  * ColumnCore     the native base of arrowdev.ArrowColumn: its state and its hot exports (py_column.c).
- * functions      build, copy_schema, export_schema, capsule_name, ownership_stats; the import
+ * functions      copy_schema, export_schema, capsule_name, ownership_stats; build and the type
+ *                cache (type_of_schema, register_types) are in py_types.c; the import
  *                ones (import_array, import_device_array, import_pair, import_from, schema_key)
  *                are in py_import.c, the stream ones (import_stream, export_stream) in
  *                py_stream.c.
@@ -93,18 +94,28 @@ void* capsule_struct(PyObject* capsule, const char* expected) {
 /* ---- CDeviceArray ------------------------------------------------------------------------ */
 
 
-PyObject* wrap_container(Container* c) {
+PyObject* wrap_container(Container* c, PyObject* dtype, const struct ArrowSchema* schema) {
   CDeviceArrayObject* self = PyObject_New(CDeviceArrayObject, &CDeviceArrayType);
   if (self == NULL) {
     container_decref(c);
     return NULL;
   }
   self->container = c;
+  self->dtype = dtype != NULL ? Py_NewRef(dtype) : NULL;
+  self->schema = dtype != NULL ? schema : NULL;
   return (PyObject*)self;
+}
+
+PyObject* with_type_of(PyObject* held, PyObject* dtype, const struct ArrowSchema* schema) {
+  CDeviceArrayObject* self = (CDeviceArrayObject*)held;
+  Py_XSETREF(self->dtype, Py_NewRef(dtype));
+  self->schema = schema;
+  return held;
 }
 
 static void CDeviceArray_dealloc(CDeviceArrayObject* self) {
   if (self->container != NULL) container_decref(self->container);
+  Py_XDECREF(self->dtype);
   PyObject_Free(self);
 }
 
@@ -178,13 +189,12 @@ static PyObject* CDeviceArray_tree(CDeviceArrayObject* self, PyObject* unused) {
   return node_tree(self->container, top(self), &index);
 }
 
-/* check(schema_address): raises InvalidArrowError when the tree does not fit the schema (an
- * ArrowSchema* that the caller keeps alive, e.g. nanoarrow's CSchema._addr()). */
-static PyObject* CDeviceArray_check(CDeviceArrayObject* self, PyObject* arg) {
-  const struct ArrowSchema* schema = PyLong_AsVoidPtr(arg);
-  if (schema == NULL) {
-    return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "expected a schema address, got 0");
-  }
+/* with_type(dtype): the same container as a new array of type dtype (a DataType), after checking
+ * that the tree fits it (InvalidArrowError otherwise): how an array read from a stream, or
+ * imported without its schema, gets its type. */
+static PyObject* CDeviceArray_with_type(CDeviceArrayObject* self, PyObject* dtype) {
+  const struct ArrowSchema* schema = type_schema(dtype);
+  if (schema == NULL) return NULL;
   char err[1200];
   const struct ArrowDeviceArray* a = &self->container->array;
   int readable = a->device_type == ARROW_DEVICE_CPU && a->sync_event == NULL;
@@ -192,16 +202,39 @@ static PyObject* CDeviceArray_check(CDeviceArrayObject* self, PyObject* arg) {
     PyErr_Format(InvalidArrowError, "array does not fit its schema: %s", err);
     return NULL;
   }
-  Py_RETURN_NONE;
+  container_incref(self->container);
+  return wrap_container(self->container, dtype, schema);
 }
 
-/* Exports, then holds the export in a new container: how slices, children and the dictionary
- * become arrays of their own that keep this container alive. */
-static PyObject* hold_export(struct ArrowDeviceArray* exported, int rc) {
+static PyObject* CDeviceArray_get_dtype(CDeviceArrayObject* self, void* unused) {
+  return Py_NewRef(self->dtype != NULL ? self->dtype : Py_None);
+}
+
+/* Exports, then holds the export in a new container of type dtype (NULL: untyped) whose schema
+ * is schema: how slices, children and the dictionary become arrays of their own that keep this
+ * container alive. */
+static PyObject* hold_export(struct ArrowDeviceArray* exported, int rc, PyObject* dtype,
+                             const struct ArrowSchema* schema) {
   if (rc) return PyErr_NoMemory();
   PyObject* out = hold(exported, NULL);
   if (out == NULL) ArrowArrayReleaseIfLive(&exported->array);
-  return out;
+  return out != NULL && dtype != NULL ? with_type_of(out, dtype, schema) : out;
+}
+
+/* The type of child i (i >= 0) or of the dictionary (i == -1) of a typed array, a new reference;
+ * NULL when the array is untyped, or with an exception. */
+static PyObject* node_type(CDeviceArrayObject* self, long long i) {
+  if (self->dtype == NULL) return NULL;
+  if (i < 0) {
+    PyObject* value_type = PyObject_GetAttrString(self->dtype, "value_type");
+    if (value_type == Py_None) Py_CLEAR(value_type);
+    return value_type;
+  }
+  PyObject* children = PyObject_GetAttrString(self->dtype, "children");
+  if (children == NULL) return NULL;
+  PyObject* child = PySequence_GetItem(children, (Py_ssize_t)i);
+  Py_DECREF(children);
+  return child;
 }
 
 static PyObject* CDeviceArray_slice(CDeviceArrayObject* self, PyObject* args) {
@@ -213,7 +246,23 @@ static PyObject* CDeviceArray_slice(CDeviceArrayObject* self, PyObject* args) {
     return NULL;
   }
   struct ArrowDeviceArray exported;
-  return hold_export(&exported, container_export(self->container, offset, length, null_count, &exported));
+  int rc = container_export(self->container, offset, length, null_count, &exported);
+  return hold_export(&exported, rc, self->dtype, self->schema);
+}
+
+/* Child i (or the dictionary, i == -1) as an array of its own, of the child's type when this
+ * array has one. */
+static PyObject* export_child(CDeviceArrayObject* self, long long i) {
+  PyObject* dtype = node_type(self, i);
+  const struct ArrowSchema* schema = dtype != NULL ? type_schema(dtype) : NULL;
+  if ((dtype == NULL && PyErr_Occurred()) || (dtype != NULL && schema == NULL)) {
+    Py_XDECREF(dtype);
+    return NULL;
+  }
+  struct ArrowDeviceArray exported;
+  PyObject* out = hold_export(&exported, container_export_child(self->container, i, &exported), dtype, schema);
+  Py_XDECREF(dtype);
+  return out;
 }
 
 static PyObject* CDeviceArray_child(CDeviceArrayObject* self, PyObject* arg) {
@@ -224,14 +273,12 @@ static PyObject* CDeviceArray_child(CDeviceArrayObject* self, PyObject* arg) {
                  (long long)top(self)->n_children);
     return NULL;
   }
-  struct ArrowDeviceArray exported;
-  return hold_export(&exported, container_export_child(self->container, i, &exported));
+  return export_child(self, i);
 }
 
 static PyObject* CDeviceArray_dictionary(CDeviceArrayObject* self, PyObject* unused) {
   if (top(self)->dictionary == NULL) Py_RETURN_NONE;
-  struct ArrowDeviceArray exported;
-  return hold_export(&exported, container_export_child(self->container, -1, &exported));
+  return export_child(self, -1);
 }
 
 /* A new arrow_device_array (device) or arrow_array capsule exporting the top node with this
@@ -270,7 +317,7 @@ static PyObject* CDeviceArray_export_array(CDeviceArrayObject* self, PyObject* a
 }
 
 /* A new arrow_schema capsule holding a deep copy of *src. */
-static PyObject* schema_capsule_copy(const struct ArrowSchema* src) {
+PyObject* schema_capsule_copy(const struct ArrowSchema* src) {
   struct ArrowSchema* out = malloc(sizeof *out);
   if (out == NULL || schema_deep_copy(src, out) != 0) {
     free(out);
@@ -282,13 +329,6 @@ static PyObject* schema_capsule_copy(const struct ArrowSchema* src) {
     free(out);
   }
   return capsule;
-}
-
-/* The same for the schema at an address (a Python int) that the caller keeps alive. */
-static PyObject* schema_capsule_at(PyObject* address) {
-  const struct ArrowSchema* src = PyLong_AsVoidPtr(address);
-  if (src == NULL) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "expected a schema address, got 0");
-  return schema_capsule_copy(src);
 }
 
 /* The (schema, array) capsule pair of the array protocols for a held array: a copy of the schema
@@ -315,18 +355,21 @@ PyObject* export_pair_of(CDeviceArrayObject* self, const struct ArrowSchema* sch
   return pair;
 }
 
-/* export_pair(schema_address, device, null_count=-1): export_pair_of in one call, the hot path of
- * every export from Python. */
+/* export_pair(device, null_count=-1, dtype=None): export_pair_of in one call, the hot path of
+ * every export from Python; the schema is the array's own type's, or dtype's when given (a
+ * column's type, which may name the field otherwise). */
 static PyObject* CDeviceArray_export_pair(CDeviceArrayObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs < 2 || nargs > 3) {
-    return PyErr_Format(PyExc_TypeError, "export_pair expected 2 or 3 arguments, got %zd", nargs);
+  if (nargs < 1 || nargs > 3) {
+    return PyErr_Format(PyExc_TypeError, "export_pair expected 1 to 3 arguments, got %zd", nargs);
   }
-  int device = PyObject_IsTrue(args[1]);
-  long long null_count = nargs == 3 ? PyLong_AsLongLong(args[2]) : -1;
+  int device = PyObject_IsTrue(args[0]);
+  long long null_count = nargs >= 2 ? PyLong_AsLongLong(args[1]) : -1;
   if (device < 0 || (null_count == -1 && PyErr_Occurred())) return NULL;
-  const struct ArrowSchema* schema = PyLong_AsVoidPtr(args[0]);
-  if (schema == NULL) {
-    return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "expected a schema address, got 0");
+  const struct ArrowSchema* schema = self->schema;
+  if (nargs == 3 && args[2] != Py_None) {
+    if ((schema = type_schema(args[2])) == NULL) return NULL;
+  } else if (schema == NULL) {
+    return PyErr_Format(PyExc_TypeError, "expected a DataType to export an array that carries none, got None");
   }
   return export_pair_of(self, schema, device, null_count);
 }
@@ -395,6 +438,8 @@ static PyGetSetDef CDeviceArray_getset[] = {
     {"sync_event", (getter)CDeviceArray_get_int, NULL, "address of the producer's event, 0 if none", (void*)8},
     {"refcount", (getter)CDeviceArray_get_int, NULL, "container references (for tests)", (void*)9},
     {"buffers", (getter)CDeviceArray_get_buffers, NULL, "buffer addresses of the top node", NULL},
+    {"dtype", (getter)CDeviceArray_get_dtype, NULL, "the array's DataType, or None when it was imported without one",
+     NULL},
     {"needs_null_counts", (getter)CDeviceArray_needs_null_counts, NULL,
      "True when a node has null_count -1 and set_null_counts was not called yet", NULL},
     {NULL}};
@@ -404,8 +449,8 @@ static PyMethodDef CDeviceArray_methods[] = {
      "slice(offset, length, null_count=-1): a new array over the same buffers with this top offset"},
     {"tree", (PyCFunction)CDeviceArray_tree, METH_NOARGS,
      "(length, offset, null_count, buffers, children, dictionary), nested for every node"},
-    {"check", (PyCFunction)CDeviceArray_check, METH_O,
-     "check(schema_address): raise InvalidArrowError unless the tree fits the schema"},
+    {"with_type", (PyCFunction)CDeviceArray_with_type, METH_O,
+     "with_type(dtype): the same container as an array of this DataType; InvalidArrowError unless the tree fits it"},
     {"child", (PyCFunction)CDeviceArray_child, METH_O, "child(i): child node i as an array of its own"},
     {"dictionary", (PyCFunction)CDeviceArray_dictionary, METH_NOARGS, "the dictionary node, or None"},
     {"export_device", (PyCFunction)CDeviceArray_export_device, METH_VARARGS,
@@ -414,9 +459,9 @@ static PyMethodDef CDeviceArray_methods[] = {
      "export_array(null_count=-1): a new arrow_array capsule (the caller checks that the memory "
      "is CPU-readable)"},
     {"export_pair", (PyCFunction)(void (*)(void))CDeviceArray_export_pair, METH_FASTCALL,
-     "export_pair(schema_address, device, null_count=-1): (schema, array) capsules; the schema is a "
-     "copy of the one at the address (which the caller keeps alive), the array an arrow_device_array "
-     "(device true) or arrow_array capsule. None when null counts are to be computed first"},
+     "export_pair(device, null_count=-1, dtype=None): (schema, array) capsules; the schema is a copy "
+     "of the array's type's (or dtype's, a DataType), the array an arrow_device_array (device true) or "
+     "arrow_array capsule. None when null counts are to be computed first"},
     {"set_null_counts", (PyCFunction)CDeviceArray_set_null_counts, METH_O,
      "set_null_counts(counts): null counts for the nodes whose producer said -1, one per node in "
      "tree order (-1 where unknown); exports carry them. Once per array"},
@@ -435,7 +480,11 @@ PyTypeObject CDeviceArrayType = {
 
 /* ---- module functions -------------------------------------------------------------------- */
 
-static PyObject* export_schema(PyObject* module, PyObject* address) { return schema_capsule_at(address); }
+/* export_schema(dtype): a new arrow_schema capsule, a copy of a DataType's schema. */
+static PyObject* export_schema(PyObject* module, PyObject* dtype) {
+  const struct ArrowSchema* schema = type_schema(dtype);
+  return schema != NULL ? schema_capsule_copy(schema) : NULL;
+}
 
 /* A sequence of CDeviceArray as a new array of containers (borrowed), or NULL with an error. */
 Container** containers_of(PyObject* seq, Py_ssize_t* n) {
@@ -455,56 +504,6 @@ Container** containers_of(PyObject* seq, Py_ssize_t* n) {
   }
   if (out == NULL && !PyErr_Occurred()) PyErr_NoMemory();
   Py_DECREF(fast);
-  return out;
-}
-
-static PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs) {
-  static char* kwlist[] = {"length", "null_count", "offset", "buffers", "children", "dictionary",
-                           "device_type", "device_id", "keepalive", "sync_event", NULL};
-  long long length, null_count, offset, device_id = -1;
-  int device_type = ARROW_DEVICE_CPU;
-  PyObject *buffers, *children, *dictionary = Py_None, *keepalive = Py_None, *sync_event = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLLOO|OiLOO", kwlist, &length, &null_count, &offset,
-                                   &buffers, &children, &dictionary, &device_type, &device_id,
-                                   &keepalive, &sync_event)) {
-    return NULL;
-  }
-  if (dictionary != Py_None && !PyObject_TypeCheck(dictionary, &CDeviceArrayType)) {
-    return PyErr_Format(PyExc_TypeError, "expected a CDeviceArray or None as dictionary, got %.200s",
-                        Py_TYPE(dictionary)->tp_name);
-  }
-  PyObject* fast = PySequence_Fast(buffers, "buffers must be a sequence of int addresses");
-  if (fast == NULL) return NULL;
-  Py_ssize_t n_buffers = PySequence_Fast_GET_SIZE(fast);
-  const void** addrs = calloc(n_buffers > 0 ? (size_t)n_buffers : 1, sizeof(void*));
-  for (Py_ssize_t i = 0; addrs != NULL && i < n_buffers; i++) {
-    addrs[i] = PyLong_AsVoidPtr(PySequence_Fast_GET_ITEM(fast, i));
-  }
-  Py_DECREF(fast);
-  Py_ssize_t n_children = 0;
-  Container** kids = addrs != NULL && !PyErr_Occurred() ? containers_of(children, &n_children) : NULL;
-  if (kids == NULL) {
-    free(addrs);
-    return addrs == NULL ? PyErr_NoMemory() : NULL;
-  }
-  struct ArrowDeviceArray made;
-  memset(&made, 0, sizeof made);
-  Container* dict = dictionary == Py_None ? NULL : ((CDeviceArrayObject*)dictionary)->container;
-  PyObject* held_keepalive = keepalive == Py_None ? NULL : keepalive;
-  Py_XINCREF(held_keepalive);
-  int rc = build_array(length, null_count, offset, n_buffers, addrs, n_children, kids, dict,
-                       held_keepalive, &made.array);
-  free(addrs);
-  free(kids);
-  if (rc) {
-    Py_XDECREF(held_keepalive);
-    return PyErr_NoMemory();
-  }
-  made.device_type = device_type;
-  made.device_id = device_id;
-  made.sync_event = sync_event == Py_None ? NULL : PyLong_AsVoidPtr(sync_event);
-  PyObject* out = hold(&made, NULL);
-  if (out == NULL) ArrowArrayReleaseIfLive(&made.array);
   return out;
 }
 
@@ -537,18 +536,26 @@ static PyMethodDef module_methods[] = {
     {"import_device_array", import_device_array, METH_O, "hold an arrow_device_array capsule (moves it)"},
     {"import_array", import_array, METH_O, "hold an arrow_array capsule as CPU data (moves it)"},
     {"import_pair", (PyCFunction)(void (*)(void))import_pair, METH_FASTCALL,
-     "import_pair(schema, array, known_types, dtype=None): (dtype, held array) for a capsule pair, "
-     "checked against the schema, then moved; None when no dtype is given or known for the schema"},
+     "import_pair(schema, array, dtype=None): (dtype, held array of dtype) for a capsule pair, the type "
+     "given or from the type cache (parsed on a miss), the array checked against the schema, then moved; "
+     "None when the schema is not a live arrow_schema capsule and no dtype is given"},
     {"import_from", (PyCFunction)(void (*)(void))import_from, METH_FASTCALL,
-     "import_from(obj, known_types, column_type=None): read_arrow's fast path for an object whose first protocol is "
-     "__arrow_c_device_array__: (dtype, [held]) or, given column_type, a column; (None, exported "
-     "pair) or None"},
+     "import_from(obj, column_type=None): read_arrow's fast path for an object whose first protocol is "
+     "__arrow_c_device_array__: (dtype, [held]) or, given column_type, a column; (None, what it "
+     "returned) or None"},
     {"schema_key", schema_key_of, METH_O, "a bytes key of an arrow_schema capsule's content, checked first (InvalidArrowError)"},
-    {"export_schema", export_schema, METH_O, "export_schema(address): a deep copy of the schema at an address"},
+    {"export_schema", export_schema, METH_O, "export_schema(dtype): a deep copy of a DataType's schema"},
+    {"type_of_schema", type_of_schema, METH_O,
+     "type_of_schema(capsule): the DataType of an arrow_schema capsule, checked, then from the one type cache or "
+     "parsed into it"},
+    {"register_types", register_types, METH_VARARGS,
+     "register_types(DataType, parse): the type class and the parser (a schema capsule -> DataType) of arrowdev.types"},
+    {"type_cache_size", type_cache_size, METH_NOARGS, "how many parsed types the cache holds (for tests)"},
     {"import_stream", import_stream, METH_O, "take an arrow_array_stream / arrow_device_array_stream capsule"},
     {"build", (PyCFunction)(void (*)(void))build, METH_VARARGS | METH_KEYWORDS,
-     "build(length, null_count, offset, buffers, children, dictionary=None, device_type=1, "
-     "device_id=-1, keepalive=None, sync_event=None): an array of arrowdev's own"},
+     "build(dtype, length, null_count, offset, buffers, children, dictionary=None, device_type=1, "
+     "device_id=-1, keepalive=None, sync_event=None): an array of arrowdev's own of type dtype (a DataType), "
+     "checked against it (ValueError when it does not fit)"},
     {"export_stream", export_stream, METH_VARARGS,
      "export_stream(schema_capsule, arrays, device, device_type=1): a stream capsule (moves the schema)"},
     {"copy_schema", copy_schema, METH_O, "a deep copy of an arrow_schema capsule, checked first (InvalidArrowError)"},

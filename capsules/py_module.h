@@ -9,8 +9,12 @@
 
 #include "container.h"
 
+/* One container seen from Python, with its type when it has one: a built array always has it
+ * (build takes a DataType), an imported one once its schema is known (import_pair, with_type). */
 typedef struct {
   PyObject_HEAD Container* container;
+  PyObject* dtype;                  /* its DataType, or NULL for an array imported without a schema */
+  const struct ArrowSchema* schema; /* dtype's ArrowSchema (dtype keeps it alive), or NULL */
 } CDeviceArrayObject;
 
 /* arrowdev.ArrowColumn's native half (py_column.c). */
@@ -44,8 +48,32 @@ void device_stream_capsule_free(PyObject* capsule);
 /* The struct inside a capsule of the expected name, or NULL with TypeError / ValueError set. */
 void* capsule_struct(PyObject* capsule, const char* expected);
 
-/* A new CDeviceArray owning the reference c (dropped on failure). */
-PyObject* wrap_container(Container* c);
+/* A new CDeviceArray owning the reference c (dropped on failure), of type dtype (may be NULL:
+ * untyped) whose ArrowSchema is schema. */
+PyObject* wrap_container(Container* c, PyObject* dtype, const struct ArrowSchema* schema);
+
+/* Gives a new, untyped CDeviceArray (held, returned) the type dtype with ArrowSchema schema. */
+PyObject* with_type_of(PyObject* held, PyObject* dtype, const struct ArrowSchema* schema);
+
+/* A new arrow_schema capsule holding a deep copy of *src (py_module.c). */
+PyObject* schema_capsule_copy(const struct ArrowSchema* src);
+
+/* ---- types (py_types.c): the registered DataType class, the one cache of parsed types ---- */
+
+/* The ArrowSchema of a DataType, or NULL with TypeError ("expected a DataType, got ...") for
+ * anything else. */
+const struct ArrowSchema* type_schema(PyObject* dtype);
+
+/* The DataType of a schema tree that passed check_schema_tree, as a new reference: from the
+ * cache, else parsed (by the parser arrowdev.types registered) and cached. *own is set to the
+ * type's own ArrowSchema. NULL with an exception when parsing fails. */
+PyObject* type_for_schema(const struct ArrowSchema* schema, const struct ArrowSchema** own);
+
+/* The module functions of py_types.c. */
+PyObject* register_types(PyObject* module, PyObject* args);
+PyObject* type_of_schema(PyObject* module, PyObject* capsule);
+PyObject* type_cache_size(PyObject* module, PyObject* unused);
+PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs);
 
 /* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved (py_import.c). */
 PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive);

@@ -39,7 +39,7 @@ def _host_labelled(col: ad.ArrowColumn) -> ad.ArrowColumn:
     chunks = []
     for i, held in enumerate(_chunked.chunks(col)):
         node = layout.Node.of(held)
-        chunks.append(_capsules.build(node.length, _chunked.chunk_null_count(col, i), node.offset, list(node.buffers),
+        chunks.append(_capsules.build(col.type, node.length, _chunked.chunk_null_count(col, i), node.offset, list(node.buffers),
                                       [held.child(j) for j in range(len(node.children))], held.dictionary(),
                                       device_type=3, device_id=0, keepalive=held))
     return ad.ArrowColumn(col.type, chunks)
@@ -165,7 +165,7 @@ def test_pinned_host_exports_say_cpu_and_imports_keep_their_label():
     stream = col.__arrow_c_device_stream__()
     assert ArrowDeviceArrayStream.from_address(capsule_pointer(stream, "arrow_device_array_stream")).device_type == 1
     # a producer's CUDA_HOST array is held as it came (arrowdev labels only what it exports)
-    raw = _chunked.chunks(col)[0].export_pair(col.type.schema_address, True)
+    raw = _chunked.chunks(col)[0].export_pair(True)  # the chunk carries its type
     assert ad.column(raw).device == ad.Device("cuda_host", 0)
     assert col[1:1].device == ad.Device("cuda_host", 0)  # an empty slice keeps the device
 

@@ -217,9 +217,10 @@ def test_imports_wait_on_the_producer_event(cupy):
         slow = cupy.cuda.Stream(non_blocking=True)
         kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
         event = ad.cuda.runtime.SyncEvent(slow, 0)
-        held = ad._capsules.build(n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
+        dtype = ad.DataType.from_arrow(pa.int64())
+        held = ad._capsules.build(dtype, n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
                                   keepalive=[out, event], sync_event=event.address)
-        col = ad.ArrowColumn(ad.DataType.from_arrow(pa.int64()), [held])
+        col = ad.ArrowColumn(dtype, [held])
         assert col.to_pylist()[:3] == [1000, 1001, 1002]
         assert col.to_host().to_pylist()[-1] == 1000 + n - 1
 

@@ -262,7 +262,7 @@ def test_interpreter_exit_with_live_exports_does_not_crash():
         col = ad.column(pa.chunked_array([["a", "b"], ["c"]]))
         one = col.combine_chunks()  # several chunks offer only the streams
         keep = [one.__arrow_c_device_array__(), col.__arrow_c_stream__(), pa.array(col), col[1:]]
-        kept_alive = _capsules.build(0, 0, 0, [0], [], keepalive=[object()])  # a Python keep-alive
+        kept_alive = _capsules.build(ad.DataType.from_arrow(pa.struct([])), 0, 0, 0, [0], [], keepalive=[object()])  # a Python keep-alive
         exports = [one.__arrow_c_device_array__() for _ in range(1000)]
 
         def drop_slowly():
@@ -303,7 +303,7 @@ def test_built_nodes_drop_their_python_keepalive():
         def __del__(self):
             Owner.dropped += 1
 
-    built = _capsules.build(3, 0, 0, [0], [], keepalive=Owner())
+    built = _capsules.build(ad.DataType.from_arrow(pa.struct([])), 3, 0, 0, [0], [], keepalive=Owner())
     capsule = built.export_device()
     del built
     gc.collect()

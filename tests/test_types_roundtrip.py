@@ -386,7 +386,7 @@ def test_structs_of_intervals_and_string_views_read_without_nanoarrow():
     texts = ["a" * 20, None, "b", "c", "d" * 30, "e", None, "f", "g" * 13, "h", "i"]
     views = ad.column(pa.array(texts, pa.string_view()))
     dtype = ad.DataType.from_arrow(na.struct({"d": na.Schema(na.Type.INTERVAL_DAY_TIME), "s": na.string_view()}))
-    col = ad.ArrowColumn(dtype, [_capsules.build(11, 0, 0, [0], [_chunked.chunks(days)[0], _chunked.chunks(views)[0]])])
+    col = ad.ArrowColumn(dtype, [_capsules.build(dtype, 11, 0, 0, [0], [_chunked.chunks(days)[0], _chunked.chunks(views)[0]])])
     expected = [{"d": d, "s": s} for d, s in zip(days.to_pylist(), texts)]
     assert col.to_pylist() == expected
     for start in range(11):

@@ -84,8 +84,9 @@ def _foreign_gpu_column() -> ad.ArrowColumn:
     touched: every call below must fail before reading it)."""
     from arrowdev.types import DataType
 
-    held = ad._capsules.build(4, 0, 0, [0, 0x7F0000001000], [], device_type=2, device_id=0, keepalive=[])
-    return ad.ArrowColumn(DataType.from_arrow(pa.int64()), [held])
+    dtype = DataType.from_arrow(pa.int64())
+    held = ad._capsules.build(dtype, 4, 0, 0, [0, 0x7F0000001000], [], device_type=2, device_id=0, keepalive=[])
+    return ad.ArrowColumn(dtype, [held])
 
 
 needs_no_gpu = pytest.mark.skipif(runtime.is_available(), reason="checks the machine without a usable GPU")

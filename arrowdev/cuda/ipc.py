@@ -138,11 +138,11 @@ def import_ipc(data: bytes) -> Any:
     dtype = DataType.from_arrow(field)
     mappings = [_Mapping(bytes.fromhex(h), device_id) for h in header["handles"]]
     device = Device("cuda", device_id)
-    chunks = [_build(node, mappings, device) for node in header["chunks"]]
+    chunks = [_build(dtype, node, mappings, device) for node in header["chunks"]]
     return _chunked.make(header["kind"], dtype, chunks)
 
 
-def _build(node: dict[str, Any], mappings: list[_Mapping], device: Device) -> Any:
+def _build(dtype: DataType, node: dict[str, Any], mappings: list[_Mapping], device: Device) -> Any:
     buffers, keep = [], []
     for entry in node["buffers"]:
         if entry is None:
@@ -151,7 +151,8 @@ def _build(node: dict[str, Any], mappings: list[_Mapping], device: Device) -> An
             mapping = mappings[entry[0]]
             buffers.append(mapping.base + entry[1])
             keep.append(mapping)
-    children = [_build(child, mappings, device) for child in node["children"]]
-    dictionary = None if node["dictionary"] is None else _build(node["dictionary"], mappings, device)
-    return _capsules.build(node["length"], node["null_count"], node["offset"], buffers, children, dictionary,
+    children = [_build(child_type, child, mappings, device)
+                for child_type, child in zip(dtype.children, node["children"], strict=True)]
+    dictionary = None if node["dictionary"] is None else _build(dtype.value_type, node["dictionary"], mappings, device)
+    return _capsules.build(dtype, node["length"], node["null_count"], node["offset"], buffers, children, dictionary,
                            device_type=device.code, device_id=device.id, keepalive=keep)

@@ -54,6 +54,7 @@ class PlannedNode:
     buffers: list[int]
     children: list[PlannedNode]
     dictionary: PlannedNode | None
+    dtype: DataType  # the node's type: the held array is built as one of it
     keep: list[Any] = field(default_factory=list)
 
 
@@ -82,7 +83,7 @@ class Planner:
             base = start
         else:
             base = start - start % 8
-        node = PlannedNode(n, null_count, start - base, [], [], None)
+        node = PlannedNode(n, null_count, start - base, [], [], None, dtype)
         child_range = (0, None)
         for spec, src in zip(specs, buffers):
             if storage in _WHOLE:
@@ -230,8 +231,8 @@ class Transfer(Planner):
         children = [self.build(child, None) for child in node.children]
         dictionary = self.build(node.dictionary, None) if node.dictionary is not None else None
         keep = node.keep + ([event] if event is not None else [])
-        return _capsules.build(node.length, node.null_count, node.offset, node.buffers, children, dictionary,
-                               device_type=self.target.code, device_id=self.target.id, keepalive=keep,
+        return _capsules.build(node.dtype, node.length, node.null_count, node.offset, node.buffers, children,
+                               dictionary, device_type=self.target.code, device_id=self.target.id, keepalive=keep,
                                sync_event=event.address if event is not None else None)
 
 

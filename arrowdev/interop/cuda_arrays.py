@@ -81,7 +81,7 @@ def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
     import pyarrow as pa
 
     arrow_type = DataType.from_arrow(pa.from_numpy_dtype(dtype))
-    held = _capsules.build(n, null_count, 0, [validity, address], [], device_type=device_code,
+    held = _capsules.build(arrow_type, n, null_count, 0, [validity, address], [], device_type=device_code,
                            device_id=device_id, keepalive=keep, sync_event=event.address if event else None)
     return arrow_type, [held]
 

@@ -85,6 +85,6 @@ class ChunkOutput:
             event = runtime.SyncEvent(mem.stream, device.id)
             self.keep.append(event)
             memory.keep_until(event.event, self.scratch)
-        return _capsules.build(self.n, self.null_count, self.offset, [self.validity, *self.buffers], [],
+        return _capsules.build(self.arrow_type, self.n, self.null_count, self.offset, [self.validity, *self.buffers], [],
                                device_type=device.code, device_id=device.id, keepalive=self.keep,
                                sync_event=event.address if event else None)

@@ -1,0 +1,225 @@
+/* arrowdev._capsules, types: what the binding knows of arrowdev.types.DataType, the one cache of
+ * parsed types, and build, which makes a typed array of arrowdev's own.
+ *
+ * arrowdev.types registers its DataType class and its parser (an arrow_schema capsule -> a
+ * DataType, nanoarrow parsing every node) once, at import (register_types). From then on the
+ * binding takes DataType objects, never schema addresses, from Python: type_schema finds the
+ * ArrowSchema a DataType wraps (it keeps it alive), and build, export_schema, export_pair and
+ * with_type all start there.
+ *
+ * The cache: parsed types by schema content (schema.c S2), so that importing the same type again
+ * costs no parse, and capsules whose trees have the same content share one DataType. A small ring
+ * of the last types looked up is compared by content first (schema_equal, no key to build: a
+ * program imports the same few types again and again), then a dict keyed by schema_key, bounded
+ * (when full it starts over). It is the only cache of parsed types; Python keeps none.
+ */
+#include <string.h>
+
+#include "check.h"
+#include "py_module.h"
+#include "released.h"
+#include "schema.h"
+
+static PyObject* data_type_class; /* arrowdev.types.DataType */
+static PyObject* type_parser;     /* arrowdev.types._parse_schema: arrow_schema capsule -> DataType */
+
+PyObject* register_types(PyObject* module, PyObject* args) {
+  PyObject *cls, *parser;
+  if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &cls, &parser)) return NULL;
+  if (!PyCallable_Check(parser)) {
+    return PyErr_Format(PyExc_TypeError, "expected a callable parser, got %.200s", Py_TYPE(parser)->tp_name);
+  }
+  Py_XSETREF(data_type_class, Py_NewRef(cls));
+  Py_XSETREF(type_parser, Py_NewRef(parser));
+  Py_RETURN_NONE;
+}
+
+const struct ArrowSchema* type_schema(PyObject* dtype) {
+  static PyObject* address_name = NULL;
+  if (data_type_class == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "arrowdev.types has not registered DataType with the native core");
+    return NULL;
+  }
+  if ((PyObject*)Py_TYPE(dtype) != data_type_class && PyObject_IsInstance(dtype, data_type_class) != 1) {
+    if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "expected a DataType, got %.200s", Py_TYPE(dtype)->tp_name);
+    return NULL;
+  }
+  if (address_name == NULL && (address_name = PyUnicode_InternFromString("_address")) == NULL) return NULL;
+  PyObject* address = PyObject_GetAttr(dtype, address_name);
+  const struct ArrowSchema* schema = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
+  Py_XDECREF(address);
+  if (schema == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "expected a DataType with a schema, got none");
+  return schema;
+}
+
+/* ---- the type cache ------------------------------------------------------------------------ */
+
+enum { kRecentTypes = 8, kKnownTypesMax = 1024 };
+static struct {
+  const struct ArrowSchema* schema; /* the type's own, valid while we hold the type */
+  PyObject* dtype;
+} recent_types[kRecentTypes];
+static int recent_next;
+static PyObject* known_types; /* dict: schema_key bytes -> DataType */
+
+/* Puts a DataType in the ring of recent ones and returns its schema (NULL when it has none). */
+static const struct ArrowSchema* remember_type(PyObject* dtype) {
+  const struct ArrowSchema* schema = type_schema(dtype);
+  if (schema == NULL) return NULL;
+  int slot = recent_next;
+  recent_next = (recent_next + 1) % kRecentTypes;
+  Py_XSETREF(recent_types[slot].dtype, Py_NewRef(dtype));
+  recent_types[slot].schema = schema;
+  return schema;
+}
+
+/* The schema_key of a checked tree as bytes, or NULL with an exception. */
+static PyObject* key_bytes(const struct ArrowSchema* schema) {
+  SchemaKey key;
+  PyObject* out;
+  if (schema_key(schema, &key) != 0) out = PyErr_Format(InvalidArrowError, "malformed Arrow schema");
+  else if (key.failed) out = PyErr_NoMemory();
+  else out = PyBytes_FromStringAndSize(key.data, (Py_ssize_t)key.len);
+  schema_key_free(&key);
+  return out;
+}
+
+/* Parses a checked tree with the registered parser (on a copy: the producer's tree is never
+ * kept) and caches the result under key. A new reference, or NULL with an exception. */
+static PyObject* parse_and_cache(const struct ArrowSchema* schema, PyObject* key) {
+  if (type_parser == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "arrowdev.types has not registered its parser with the native core");
+    return NULL;
+  }
+  PyObject* copy = schema_capsule_copy(schema);
+  PyObject* dtype = copy != NULL ? PyObject_CallOneArg(type_parser, copy) : NULL;
+  Py_XDECREF(copy);
+  if (dtype == NULL) return NULL;
+  if (known_types == NULL && (known_types = PyDict_New()) == NULL) goto fail;
+  if (PyDict_GET_SIZE(known_types) >= kKnownTypesMax) PyDict_Clear(known_types);
+  if (PyDict_SetItem(known_types, key, dtype) < 0) goto fail;
+  return dtype;
+fail:
+  Py_DECREF(dtype);
+  return NULL;
+}
+
+PyObject* type_for_schema(const struct ArrowSchema* schema, const struct ArrowSchema** own) {
+  for (int i = 0; i < kRecentTypes; i++) {
+    if (recent_types[i].dtype != NULL && schema_equal(recent_types[i].schema, schema)) {
+      *own = recent_types[i].schema;
+      return Py_NewRef(recent_types[i].dtype);
+    }
+  }
+  PyObject* key = key_bytes(schema);
+  if (key == NULL) return NULL;
+  PyObject* dtype = known_types != NULL ? PyDict_GetItemWithError(known_types, key) : NULL;
+  if (dtype != NULL) Py_INCREF(dtype);
+  else if (!PyErr_Occurred()) dtype = parse_and_cache(schema, key);
+  Py_DECREF(key);
+  if (dtype != NULL && (*own = remember_type(dtype)) == NULL) Py_CLEAR(dtype);
+  return dtype;
+}
+
+/* type_of_schema(capsule): the DataType of an arrow_schema capsule; its tree is checked first
+ * (InvalidArrowError), then found in the cache or parsed into it. */
+PyObject* type_of_schema(PyObject* module, PyObject* capsule) {
+  const struct ArrowSchema* schema = capsule_struct(capsule, "arrow_schema");
+  if (schema == NULL || check_schema_tree(schema)) return NULL;
+  const struct ArrowSchema* own;
+  return type_for_schema(schema, &own);
+}
+
+PyObject* type_cache_size(PyObject* module, PyObject* unused) {
+  return PyLong_FromSsize_t(known_types != NULL ? PyDict_GET_SIZE(known_types) : 0);
+}
+
+/* ---- build --------------------------------------------------------------------------------- */
+
+/* The addresses in a sequence of ints as a new C array (*n of them), or NULL with an exception. */
+static const void** addresses_of(PyObject* seq, Py_ssize_t* n) {
+  PyObject* fast = PySequence_Fast(seq, "expected a sequence of int buffer addresses");
+  if (fast == NULL) return NULL;
+  *n = PySequence_Fast_GET_SIZE(fast);
+  const void** addrs = calloc(*n > 0 ? (size_t)*n : 1, sizeof(void*));
+  if (addrs == NULL) PyErr_NoMemory();
+  for (Py_ssize_t i = 0; addrs != NULL && i < *n; i++) {
+    addrs[i] = PyLong_AsVoidPtr(PySequence_Fast_GET_ITEM(fast, i));
+    if (PyErr_Occurred()) {
+      free(addrs);
+      addrs = NULL;
+    }
+  }
+  Py_DECREF(fast);
+  return addrs;
+}
+
+/* The arguments of build that need no tree to be checked: ValueError / TypeError when wrong. */
+static int build_args_check(long long length, long long null_count, long long offset, PyObject* dictionary) {
+  if (length < 0 || offset < 0 || null_count < -1 || null_count > length) {
+    PyErr_Format(PyExc_ValueError,
+                 "expected length >= 0, offset >= 0 and -1 <= null_count <= length, got length %lld, offset %lld, "
+                 "null_count %lld", length, offset, null_count);
+    return -1;
+  }
+  if (dictionary != Py_None && !PyObject_TypeCheck(dictionary, &CDeviceArrayType)) {
+    PyErr_Format(PyExc_TypeError, "expected a CDeviceArray or None as dictionary, got %.200s", Py_TYPE(dictionary)->tp_name);
+    return -1;
+  }
+  return 0;
+}
+
+/* Makes the node, then checks it against the type before anyone sees it (buffer and child counts
+ * per format, dictionary, null count, child lengths; no memory is read): 0, or -1 with the node
+ * released and ValueError set. */
+static int build_checked(const struct ArrowSchema* schema, long long length, long long null_count, long long offset,
+                         Py_ssize_t n_buffers, const void** addrs, Py_ssize_t n_children, Container** kids,
+                         Container* dict, PyObject* keepalive, struct ArrowArray* out) {
+  Py_XINCREF(keepalive);
+  if (build_array(length, null_count, offset, n_buffers, addrs, n_children, kids, dict, keepalive, out)) {
+    Py_XDECREF(keepalive);
+    PyErr_NoMemory();
+    return -1;
+  }
+  char err[1200];
+  if (check_against_schema(out, schema, 0, err, sizeof err) == 0) return 0;
+  ArrowArrayReleaseIfLive(out); /* lets the keepalive go too */
+  PyErr_Format(PyExc_ValueError, "expected an array that fits its type '%.100s', got one that does not: %s",
+               schema->format, err);
+  return -1;
+}
+
+PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs) {
+  static char* kwlist[] = {"dtype", "length", "null_count", "offset", "buffers", "children", "dictionary",
+                           "device_type", "device_id", "keepalive", "sync_event", NULL};
+  long long length, null_count, offset, device_id = -1;
+  int device_type = ARROW_DEVICE_CPU;
+  PyObject *dtype, *buffers, *children, *dictionary = Py_None, *keepalive = Py_None, *sync_event = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLLLOO|OiLOO", kwlist, &dtype, &length, &null_count, &offset,
+                                   &buffers, &children, &dictionary, &device_type, &device_id, &keepalive,
+                                   &sync_event)) {
+    return NULL;
+  }
+  const struct ArrowSchema* schema = type_schema(dtype);
+  if (schema == NULL || build_args_check(length, null_count, offset, dictionary)) return NULL;
+  void* event = sync_event == Py_None ? NULL : PyLong_AsVoidPtr(sync_event);
+  if (PyErr_Occurred()) return NULL;
+  Py_ssize_t n_buffers = 0, n_children = 0;
+  const void** addrs = addresses_of(buffers, &n_buffers);
+  Container** kids = addrs != NULL ? containers_of(children, &n_children) : NULL;
+  struct ArrowDeviceArray made;
+  memset(&made, 0, sizeof made);
+  Container* dict = dictionary == Py_None ? NULL : ((CDeviceArrayObject*)dictionary)->container;
+  int rc = kids != NULL ? build_checked(schema, length, null_count, offset, n_buffers, addrs, n_children, kids, dict,
+                                        keepalive == Py_None ? NULL : keepalive, &made.array)
+                        : -1;
+  free(addrs);
+  free(kids);
+  if (rc) return NULL;
+  made.device_type = device_type;
+  made.device_id = device_id;
+  made.sync_event = event;
+  PyObject* out = hold(&made, NULL);
+  if (out == NULL) ArrowArrayReleaseIfLive(&made.array);
+  return out != NULL ? with_type_of(out, dtype, schema) : NULL;
+}
