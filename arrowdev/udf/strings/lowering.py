@@ -15,6 +15,7 @@ from typing import Any
 from .managed import register_managed
 from .names import COMPARISONS, METHODS, PREDICATES
 from .tables import Table, register_tables, table_type
+from .targets import compiled_only_stub
 from .types import string_types
 
 
@@ -316,14 +317,6 @@ def _lower_with(impl: Any) -> Any:
     return lower
 
 
-def _stub(name: str, argcount: int) -> Any:
-    """A Python function standing for helper ``name`` in compiled code (numba calls its lowering)."""
-    params = ", ".join(f"a{k}" for k in range(argcount))
-    namespace: dict[str, Any] = {}
-    exec(f"def {name}({params}):\n    raise NotImplementedError('compiled only')\n", namespace)
-    return namespace[name]
-
-
 def _powers_of_ten() -> list[float]:
     """10**e for e in -342..308 as double-double pairs (high, low): high the nearest double, low the
     nearest double to what remains (exact fractions, so each pair is within 2**-106 of the power). Past
@@ -362,7 +355,7 @@ def _operation_stubs() -> dict[str, Any]:
     if not _OPERATION_STUBS:
         for name in operations.HELPERS:
             code = getattr(operations, name).__code__
-            _OPERATION_STUBS[name] = _stub(name, code.co_argcount)
+            _OPERATION_STUBS[name] = compiled_only_stub(name, code.co_argcount)
     return _OPERATION_STUBS
 
 
@@ -436,7 +429,7 @@ def _register_stores(target: Any, intrinsics: dict[str, Any], functions: dict[st
     # `signature()` helper builds numba's when numba is installed)
     signature_class = target.templates.Signature
     for name in operations.STORES:
-        stub = _stub(name, 3)
+        stub = compiled_only_stub(name, 3)
 
         def typer_for(context):
             def typer(out, i, r):
