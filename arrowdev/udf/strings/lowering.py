@@ -54,9 +54,16 @@ def _width(lead):
 
 def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]], dict[str, Any]]:
     """(helpers: stub -> (result type name, implementation), operations: name -> implementation), as
-    Python over the two intrinsics and the helper stubs. Helpers are stubs with lowerings of their own
-    rather than jitted functions: numba-cuda compiles a called device function for the current GPU, and
-    CI has none; a lowering compiles inside the caller."""
+    Python over the two intrinsics and the helper stubs."""
+    operations = {**_comparison_impls(size_of), **_search_impls(size_of), **_predicate_impls(byte_at, size_of)}
+    return _byte_helper_impls(byte_at, size_of), operations
+
+
+def _byte_helper_impls(byte_at: Any, size_of: Any) -> dict[Any, tuple[str, Any]]:
+    """The helpers the operations share (``chars_before``, ``matches_at``, ``find_byte``, ``rfind_byte``,
+    ``compare``, ``code_point_at``): stub -> (result type name, implementation). Helpers are stubs with
+    lowerings of their own rather than jitted functions: numba-cuda compiles a called device function for
+    the current GPU, and CI has none; a lowering compiles inside the caller."""
 
     def chars_before_impl(s, end):
         n = 0
@@ -92,6 +99,25 @@ def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]],
                 return -1 if x < y else 1
         return (size_of(a) > size_of(b)) - (size_of(a) < size_of(b))
 
+    def code_point_at_impl(s, at):
+        lead = byte_at(s, at)
+        if lead < 0x80:
+            return lead
+        if lead < 0xE0:
+            return ((lead & 0x1F) << 6) | (byte_at(s, at + 1) & 0x3F)
+        if lead < 0xF0:
+            return ((lead & 0x0F) << 12) | ((byte_at(s, at + 1) & 0x3F) << 6) | (byte_at(s, at + 2) & 0x3F)
+        return (((lead & 0x07) << 18) | ((byte_at(s, at + 1) & 0x3F) << 12) | ((byte_at(s, at + 2) & 0x3F) << 6)
+                | (byte_at(s, at + 3) & 0x3F))
+
+    return {chars_before: ("int64", chars_before_impl), matches_at: ("boolean", matches_at_impl),
+            find_byte: ("int64", find_byte_impl), rfind_byte: ("int64", rfind_byte_impl),
+            compare: ("int64", compare_impl), code_point_at: ("int64", code_point_at_impl)}
+
+
+def _comparison_impls(size_of: Any) -> dict[str, Any]:
+    """``len`` and the six comparisons: byte order is code point order on valid UTF-8."""
+
     def length(s):
         return chars_before(s, size_of(s))
 
@@ -112,6 +138,13 @@ def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]],
 
     def ge(a, b):
         return compare(a, b) >= 0
+
+    return {"len": length, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}
+
+
+def _search_impls(size_of: Any) -> dict[str, Any]:
+    """``startswith``, ``endswith``, ``find``, ``rfind``, ``count`` and ``in``: byte matches, reported as
+    character indices (the code points before the matching byte)."""
 
     def startswith(s, prefix):
         return size_of(s) >= size_of(prefix) and matches_at(s, prefix, 0)
@@ -142,25 +175,8 @@ def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]],
     def contains(s, sub):
         return find_byte(s, sub) >= 0
 
-    def code_point_at_impl(s, at):
-        lead = byte_at(s, at)
-        if lead < 0x80:
-            return lead
-        if lead < 0xE0:
-            return ((lead & 0x1F) << 6) | (byte_at(s, at + 1) & 0x3F)
-        if lead < 0xF0:
-            return ((lead & 0x0F) << 12) | ((byte_at(s, at + 1) & 0x3F) << 6) | (byte_at(s, at + 2) & 0x3F)
-        return (((lead & 0x07) << 18) | ((byte_at(s, at + 1) & 0x3F) << 12) | ((byte_at(s, at + 2) & 0x3F) << 6)
-                | (byte_at(s, at + 3) & 0x3F))
-
-    helpers = {chars_before: ("int64", chars_before_impl), matches_at: ("boolean", matches_at_impl),
-               find_byte: ("int64", find_byte_impl), rfind_byte: ("int64", rfind_byte_impl),
-               compare: ("int64", compare_impl), code_point_at: ("int64", code_point_at_impl)}
-    operations = {"len": length, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-                  "startswith": startswith, "endswith": endswith, "find": find, "rfind": rfind, "count": count,
-                  "contains": contains}
-    operations.update(_predicate_impls(byte_at, size_of))
-    return helpers, operations
+    return {"startswith": startswith, "endswith": endswith, "find": find, "rfind": rfind, "count": count,
+            "contains": contains}
 
 
 # isalpha, isalnum, isdecimal, isdigit, isnumeric, isspace: not empty, and every character in the table
