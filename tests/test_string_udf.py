@@ -204,7 +204,7 @@ def _arrowdev_entries(*registries) -> list:
 
 
 def test_the_registry_entry_finder_finds_the_string_typing():
-    from arrowdev.udf.strings.targets import cpu_target
+    from arrowdev.udf.targets import cpu_target
     from arrowdev.udf.strings.typing import register_typing
 
     target = cpu_target()  # a target of its own, never installed: its registries are only read here

@@ -32,7 +32,7 @@ class _Targets(dict):
         from ...errors import DeviceUnavailableError
         from .lowering import register_lowering
         from .models import register_models
-        from .targets import cpu_target, cuda_target
+        from ..targets import cpu_target, cuda_target
         from .typing import register_typing
 
         target = cpu_target() if name == "cpu" else cuda_target()

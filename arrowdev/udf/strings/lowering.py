@@ -15,7 +15,7 @@ from typing import Any
 from .managed import register_managed
 from .names import COMPARISONS, METHODS, PREDICATES
 from .tables import Table, register_tables, table_type
-from .targets import compiled_only_stub
+from ..targets import compiled_only_stub
 from .types import string_types
 
 

@@ -1,13 +1,13 @@
-"""The numba targets the string extension registers with, each with typing and lowering registries of its own.
+"""The numba targets arrowdev's extensions register with, each with typing and lowering registries of its own.
 
 numba-cuda's extension modules keep their declarations out of numba's global registries: each module owns a
 typing ``Registry`` and a lowering ``Registry`` (``cudadecl.registry``, ``cudaimpl.registry``,
 ``fp16.typing_registry`` / ``fp16.target_registry``), and the target's contexts install them. An
-:class:`ExtensionTarget` does the same for one target (numba's CPU target or numba-cuda's ``cuda_target``):
-``typing``, ``lowering``, ``managed`` and ``tables`` register into its two registries, and
+:class:`ExtensionTarget` does the same for one target (numba's CPU target or numba-cuda's ``cuda_target``): the
+string extension (``strings/``), constant sets and ``load_streaming`` register into its two registries, and
 :meth:`ExtensionTarget.install` installs both into that target's typing and target contexts, once. Nothing
 goes into ``numba.core.typing.templates.builtin_registry``, ``numba.core.imputils.builtin_registry`` or
-numba-cuda's, so no other numba user or target sees arrowdev's strings (numba-cuda copies the third-party
+numba-cuda's, so no other numba user or target sees arrowdev's types (numba-cuda copies the third-party
 entries of numba's CPU ``builtin_registry`` into the CUDA target: a CPU lowering registered there would have
 reached CUDA too).
 
@@ -24,7 +24,7 @@ __all__ = ["ExtensionTarget", "cpu_target", "cuda_target"]
 
 
 class ExtensionTarget:
-    """One numba target as the string extension sees it: the target's own API (``templates``, ``cgutils``,
+    """One numba target as an arrowdev extension sees it: the target's own API (``templates``, ``cgutils``,
     ``models``, ``register_model``, ``typeof_impl``) and two registries of arrowdev's own, filled through
     the decorators numba's extension API names (``type_callable``, ``infer_getattr``, ``intrinsic``,
     ``lower_builtin``, ``lower_constant``, ``lower_cast``)."""
@@ -44,8 +44,14 @@ class ExtensionTarget:
     def install(self) -> None:
         """Installs both registries into the target's typing and target contexts (what numba-cuda's
         ``load_additional_registries`` does for its own modules). A context loads a registry's entries
-        when it is installed, so this runs after every registration; a second call loads only new ones."""
+        when it is installed, so this runs after every registration; a second call loads only new ones.
+
+        The contexts load numba's own registries first (``refresh``, as a first compile would): installed
+        into a fresh context, arrowdev's registries would come first and numba's typing of the builtins
+        both declare (``len``, operators) would follow arrowdev's; a string helper calling ``min`` then
+        failed to lower."""
         typing_context, target_context = self._contexts()
+        target_context.refresh()  # also refreshes the typing context
         typing_context.install_registry(self.typing_registry)
         target_context.install_registry(self.lowering_registry)
 
