@@ -219,7 +219,7 @@ def test_string_udfs_add_nothing_to_numbas_global_registries():
 
     values = ["abc", "Straße", None, "été"]
     col = ad.column(pa.array(values))
-    for f in (lambda s: s.upper() + "!", lambda s: s.find("e"), lambda s: s[1:].isalpha()):
+    for f in (lambda s: s.upper() + "!", lambda s: s.find("e"), lambda s: s[1:].isalpha(), lambda s: len(s) in (3, 6)):
         assert col.apply(f).to_pylist() == reference(f, values)
     assert _arrowdev_entries(templates.builtin_registry, imputils.builtin_registry) == []
 
@@ -232,5 +232,6 @@ def test_cuda_string_typing_adds_nothing_to_global_registries_without_a_gpu():
 
     spec = KernelSpec((("utf8_32", True),), "propagate", "", "cuda")
     assert str(probe.udf_result_type(lambda s: s.upper() + "!" if s.startswith("a") else s, spec)) == "ManagedString"
+    assert str(probe.udf_result_type(lambda s: len(s) in (3, 6), spec)) == "bool"  # a constant set
     assert _arrowdev_entries(templates.builtin_registry, imputils.builtin_registry, cuda_templates.builtin_registry,
                              cuda_imputils.builtin_registry) == []

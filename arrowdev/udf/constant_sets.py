@@ -16,7 +16,7 @@ from __future__ import annotations
 import dis
 import operator
 import types as pytypes
-from typing import Callable
+from typing import Any, Callable
 
 __all__ = ["ConstantSet", "with_constant_sets"]
 
@@ -79,7 +79,7 @@ def _register_numba(target: str) -> None:
     _registered.add(target)
 
 
-def _register(target) -> None:
+def _register(target: Any) -> None:
     from numba.core import types
 
     class ConstantSetType(types.Type):

@@ -10,10 +10,10 @@ Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``mod
 ``operations`` (operations that make or parse strings), ``managed`` (arena allocation, MemInfo headers,
 views, row failure flags), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
 for string constants), ``layout`` (MemInfo and arena-state layouts), ``names`` (operation names typing and
-lowering share), ``targets`` (each target's own typing and lowering registries). The host side (arena,
-re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``. Each registers with one target at a time,
-numba's CPU target or numba-cuda's CUDA target, on first use, into registries of that target's own
-(``targets``), never numba's global ones.
+lowering share). The host side (arena, re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``.
+Each registers with one target at a time, numba's CPU target or numba-cuda's CUDA target, on first use,
+into typing and lowering registries of arrowdev's own for that target (``arrowdev.udf.targets``), never
+numba's global ones.
 """
 
 from __future__ import annotations
