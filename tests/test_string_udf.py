@@ -155,3 +155,72 @@ def test_predicates_of_every_code_point_equal_this_pythons_str(device):
 
     out = on(device, pa.array(chars)).apply(bits).to_pylist()
     assert out == [bits(c) for c in chars]
+
+
+# ---- registration: the string extension's own registries, never numba's global ones ----------------------
+
+
+def _made_by_arrowdev(obj, depth: int = 6, seen: set | None = None) -> bool:
+    """Whether a registry entry is arrowdev's: it, or what it holds (a tuple's items, a class's attributes,
+    a function's closure, a numba Function type's templates), comes from an arrowdev module."""
+    from numba.core import types
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    if str(getattr(obj, "__module__", None) or "").startswith("arrowdev"):
+        return True
+    if depth == 0:
+        return False
+    if isinstance(obj, (tuple, list)):
+        held = list(obj)
+    elif isinstance(obj, type):
+        held = list(vars(obj).values())
+    elif isinstance(obj, types.Function):
+        held = list(obj.templates)
+    elif callable(obj) and getattr(obj, "__closure__", None):
+        held = [cell.cell_contents for cell in obj.__closure__ if cell.cell_contents is not None]
+    else:
+        held = []
+    return any(_made_by_arrowdev(item, depth - 1, seen) for item in held)
+
+
+def _arrowdev_entries(*registries) -> list:
+    fields = ("functions", "attributes", "globals", "getattrs", "setattrs", "casts", "constants")
+    return [(field, entry) for registry in registries for field in fields for entry in getattr(registry, field, ())
+            if _made_by_arrowdev(entry)]
+
+
+def test_the_registry_entry_finder_finds_the_string_typing():
+    from arrowdev.udf.targets import cpu_target
+    from arrowdev.udf.strings.typing import register_typing
+
+    target = cpu_target()  # a target of its own, never installed: its registries are only read here
+    register_typing(target)
+    found = {field for field, _ in _arrowdev_entries(target.typing_registry)}
+    assert found == {"functions", "attributes", "globals"}
+
+
+def test_string_udfs_add_nothing_to_numbas_global_registries():
+    from numba.core import imputils
+    from numba.core.typing import templates
+
+    values = ["abc", "Straße", None, "été"]
+    col = ad.column(pa.array(values))
+    for f in (lambda s: s.upper() + "!", lambda s: s.find("e"), lambda s: s[1:].isalpha(), lambda s: len(s) in (3, 6)):
+        assert col.apply(f).to_pylist() == reference(f, values)
+    assert _arrowdev_entries(templates.builtin_registry, imputils.builtin_registry) == []
+
+
+def test_cuda_string_typing_adds_nothing_to_global_registries_without_a_gpu():
+    from numba.core import imputils
+    from numba.core.typing import templates
+    from numba.cuda.core import imputils as cuda_imputils
+    from numba.cuda.typing import templates as cuda_templates
+
+    spec = KernelSpec((("utf8_32", True),), "propagate", "", "cuda")
+    assert str(probe.udf_result_type(lambda s: s.upper() + "!" if s.startswith("a") else s, spec)) == "ManagedString"
+    assert str(probe.udf_result_type(lambda s: len(s) in (3, 6), spec)) == "bool"  # a constant set
+    assert _arrowdev_entries(templates.builtin_registry, imputils.builtin_registry, cuda_templates.builtin_registry,
+                             cuda_imputils.builtin_registry) == []

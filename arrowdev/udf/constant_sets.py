@@ -16,7 +16,7 @@ from __future__ import annotations
 import dis
 import operator
 import types as pytypes
-from typing import Callable
+from typing import Any, Callable
 
 __all__ = ["ConstantSet", "with_constant_sets"]
 
@@ -63,23 +63,23 @@ _registered: set[str] = set()
 
 def _register_numba(target: str) -> None:
     """Registers the type with numba's CPU target or numba-cuda's CUDA target (once each; the CUDA one
-    only when a GPU UDF asks, so CPU UDFs never import numba-cuda)."""
+    only when a GPU UDF asks, so CPU UDFs never import numba-cuda), in registries of its own
+    (:mod:`.targets`), never numba's global ones."""
     if target in _registered:
         return
-    if target == "cuda":
-        import numba.cuda.extending as gpu
-        from numba.cuda.core.imputils import lower_constant as cuda_lower_constant
+    from .targets import cpu_target, cuda_target
 
-        _register(gpu, gpu.lower_builtin, cuda_lower_constant, gpu.core_models.OpaqueModel)
-    else:
-        import numba.extending as cpu
-        from numba.core.imputils import lower_constant as cpu_lower_constant
+    extension = cuda_target() if target == "cuda" else cpu_target()
+    if extension is None:
+        from ..errors import DeviceUnavailableError
 
-        _register(cpu, cpu.lower_builtin, cpu_lower_constant, cpu.models.OpaqueModel)
+        raise DeviceUnavailableError('GPU UDFs need numba-cuda: pip install "arrowdev[cuda13]"')
+    _register(extension)
+    extension.install()
     _registered.add(target)
 
 
-def _register(api, lower_builtin, lower_constant, opaque_model) -> None:
+def _register(target: Any) -> None:
     from numba.core import types
 
     class ConstantSetType(types.Type):
@@ -87,25 +87,25 @@ def _register(api, lower_builtin, lower_constant, opaque_model) -> None:
             self.values = values
             super().__init__(name=f"ConstantSet{values}")
 
-    @api.typeof_impl.register(ConstantSet)
+    @target.typeof_impl.register(ConstantSet)
     def _typeof(value, context):
         return ConstantSetType(value.values)
 
-    api.register_model(ConstantSetType)(opaque_model)
+    target.register_model(ConstantSetType)(target.models.OpaqueModel)
 
-    @lower_constant(ConstantSetType)
+    @target.lower_constant(ConstantSetType)
     def _constant(context, builder, ty, value):
         return context.get_dummy_value()
 
-    @api.type_callable(operator.contains)
+    @target.type_callable(operator.contains)
     def _type_contains(context):
         def typer(container, item):
             if isinstance(container, ConstantSetType) and isinstance(item, (types.Number, types.Boolean)):
                 return types.boolean
         return typer
 
-    @lower_builtin(operator.contains, ConstantSetType, types.Number)
-    @lower_builtin(operator.contains, ConstantSetType, types.Boolean)
+    @target.lower_builtin(operator.contains, ConstantSetType, types.Number)
+    @target.lower_builtin(operator.contains, ConstantSetType, types.Boolean)
     def _lower_contains(context, builder, sig, args):
         container, item_type = sig.args
         item = args[1]

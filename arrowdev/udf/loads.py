@@ -35,9 +35,11 @@ def cuda_intrinsic() -> Any:
 def _make() -> Any:
     from llvmlite import ir
     from numba.core import types
-    from numba.cuda.extending import intrinsic
+    from .targets import cuda_target
 
-    @intrinsic
+    target = cuda_target()  # registries of its own, never numba-cuda's global ones
+
+    @target.intrinsic
     def load_streaming(typingctx, array, index):
         if not (isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer)
                 and isinstance(array.dtype, (types.Integer, types.Float)) and array.dtype.bitwidth in _REGISTER):
@@ -57,4 +59,5 @@ def _make() -> Any:
 
         return array.dtype(array, index), codegen
 
+    target.install()
     return load_streaming

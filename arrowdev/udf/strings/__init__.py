@@ -11,44 +11,18 @@ Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``mod
 views, row failure flags), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
 for string constants), ``layout`` (MemInfo and arena-state layouts), ``names`` (operation names typing and
 lowering share). The host side (arena, re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``.
-Each registers with one target at a time, numba's CPU target or numba-cuda's CUDA target, on first use.
+Each registers with one target at a time, numba's CPU target or numba-cuda's CUDA target, on first use,
+into typing and lowering registries of arrowdev's own for that target (``arrowdev.udf.targets``), never
+numba's global ones.
 """
 
 from __future__ import annotations
 
-import functools
-from types import SimpleNamespace
 from typing import Any
 
 from .literals import Utf8Constant, with_string_constants
 
 __all__ = ["Utf8Constant", "intrinsics", "with_string_constants"]
-
-
-def _cpu_target() -> SimpleNamespace:
-    import numba.extending as api
-    from numba.core import cgutils
-    from numba.core.imputils import lower_cast, lower_constant
-    from numba.core.typing import templates
-
-    return SimpleNamespace(name="cpu", typeof_impl=api.typeof_impl, type_callable=api.type_callable,
-                           infer_getattr=api.infer_getattr, register_model=api.register_model, models=api.models,
-                           lower_builtin=api.lower_builtin, lower_constant=lower_constant, lower_cast=lower_cast,
-                           intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
-
-
-def _cuda_target() -> SimpleNamespace | None:
-    try:
-        import numba.cuda.extending as api
-        from numba.cuda import cgutils
-        from numba.cuda.core.imputils import lower_cast, lower_constant
-        from numba.cuda.typing import templates
-    except ImportError:
-        return None
-    return SimpleNamespace(name="cuda", typeof_impl=api.typeof_impl, type_callable=api.type_callable,
-                           infer_getattr=api.infer_getattr, register_model=api.register_model,
-                           models=api.core_models, lower_builtin=api.lower_builtin, lower_constant=lower_constant, lower_cast=lower_cast,
-                           intrinsic=api.intrinsic, templates=templates, cgutils=cgutils)
 
 
 class _Targets(dict):
@@ -58,15 +32,18 @@ class _Targets(dict):
         from ...errors import DeviceUnavailableError
         from .lowering import register_lowering
         from .models import register_models
+        from ..targets import cpu_target, cuda_target
         from .typing import register_typing
 
-        target = _cpu_target() if name == "cpu" else _cuda_target()
+        target = cpu_target() if name == "cpu" else cuda_target()
         if target is None:
             raise DeviceUnavailableError('string UDFs on GPU columns need numba-cuda: pip install "arrowdev[cuda13]"')
         register_models(target)
         register_typing(target)
-        self[name] = register_lowering(target)
-        return self[name]
+        intrinsics = register_lowering(target)
+        target.install()  # into this target's contexts only: numba's global registries get nothing
+        self[name] = intrinsics
+        return intrinsics
 
 
 _TARGETS = _Targets()

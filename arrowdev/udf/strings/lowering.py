@@ -15,6 +15,7 @@ from typing import Any
 from .managed import register_managed
 from .names import COMPARISONS, METHODS, PREDICATES
 from .tables import Table, register_tables, table_type
+from ..targets import compiled_only_stub
 from .types import string_types
 from .words import register_words, writer_type
 
@@ -54,9 +55,16 @@ def _width(lead):
 
 def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]], dict[str, Any]]:
     """(helpers: stub -> (result type name, implementation), operations: name -> implementation), as
-    Python over the two intrinsics and the helper stubs. Helpers are stubs with lowerings of their own
-    rather than jitted functions: numba-cuda compiles a called device function for the current GPU, and
-    CI has none; a lowering compiles inside the caller."""
+    Python over the two intrinsics and the helper stubs."""
+    operations = {**_comparison_impls(size_of), **_search_impls(size_of), **_predicate_impls(byte_at, size_of)}
+    return _byte_helper_impls(byte_at, size_of), operations
+
+
+def _byte_helper_impls(byte_at: Any, size_of: Any) -> dict[Any, tuple[str, Any]]:
+    """The helpers the operations share (``chars_before``, ``matches_at``, ``find_byte``, ``rfind_byte``,
+    ``compare``, ``code_point_at``): stub -> (result type name, implementation). Helpers are stubs with
+    lowerings of their own rather than jitted functions: numba-cuda compiles a called device function for
+    the current GPU, and CI has none; a lowering compiles inside the caller."""
 
     def chars_before_impl(s, end):
         n = 0
@@ -92,6 +100,25 @@ def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]],
                 return -1 if x < y else 1
         return (size_of(a) > size_of(b)) - (size_of(a) < size_of(b))
 
+    def code_point_at_impl(s, at):
+        lead = byte_at(s, at)
+        if lead < 0x80:
+            return lead
+        if lead < 0xE0:
+            return ((lead & 0x1F) << 6) | (byte_at(s, at + 1) & 0x3F)
+        if lead < 0xF0:
+            return ((lead & 0x0F) << 12) | ((byte_at(s, at + 1) & 0x3F) << 6) | (byte_at(s, at + 2) & 0x3F)
+        return (((lead & 0x07) << 18) | ((byte_at(s, at + 1) & 0x3F) << 12) | ((byte_at(s, at + 2) & 0x3F) << 6)
+                | (byte_at(s, at + 3) & 0x3F))
+
+    return {chars_before: ("int64", chars_before_impl), matches_at: ("boolean", matches_at_impl),
+            find_byte: ("int64", find_byte_impl), rfind_byte: ("int64", rfind_byte_impl),
+            compare: ("int64", compare_impl), code_point_at: ("int64", code_point_at_impl)}
+
+
+def _comparison_impls(size_of: Any) -> dict[str, Any]:
+    """``len`` and the six comparisons: byte order is code point order on valid UTF-8."""
+
     def length(s):
         return chars_before(s, size_of(s))
 
@@ -112,6 +139,13 @@ def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]],
 
     def ge(a, b):
         return compare(a, b) >= 0
+
+    return {"len": length, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}
+
+
+def _search_impls(size_of: Any) -> dict[str, Any]:
+    """``startswith``, ``endswith``, ``find``, ``rfind``, ``count`` and ``in``: byte matches, reported as
+    character indices (the code points before the matching byte)."""
 
     def startswith(s, prefix):
         return size_of(s) >= size_of(prefix) and matches_at(s, prefix, 0)
@@ -142,25 +176,8 @@ def _utf8_impls(byte_at: Any, size_of: Any) -> tuple[dict[Any, tuple[str, Any]],
     def contains(s, sub):
         return find_byte(s, sub) >= 0
 
-    def code_point_at_impl(s, at):
-        lead = byte_at(s, at)
-        if lead < 0x80:
-            return lead
-        if lead < 0xE0:
-            return ((lead & 0x1F) << 6) | (byte_at(s, at + 1) & 0x3F)
-        if lead < 0xF0:
-            return ((lead & 0x0F) << 12) | ((byte_at(s, at + 1) & 0x3F) << 6) | (byte_at(s, at + 2) & 0x3F)
-        return (((lead & 0x07) << 18) | ((byte_at(s, at + 1) & 0x3F) << 12) | ((byte_at(s, at + 2) & 0x3F) << 6)
-                | (byte_at(s, at + 3) & 0x3F))
-
-    helpers = {chars_before: ("int64", chars_before_impl), matches_at: ("boolean", matches_at_impl),
-               find_byte: ("int64", find_byte_impl), rfind_byte: ("int64", rfind_byte_impl),
-               compare: ("int64", compare_impl), code_point_at: ("int64", code_point_at_impl)}
-    operations = {"len": length, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-                  "startswith": startswith, "endswith": endswith, "find": find, "rfind": rfind, "count": count,
-                  "contains": contains}
-    operations.update(_predicate_impls(byte_at, size_of))
-    return helpers, operations
+    return {"startswith": startswith, "endswith": endswith, "find": find, "rfind": rfind, "count": count,
+            "contains": contains}
 
 
 # isalpha, isalnum, isdecimal, isdigit, isnumeric, isspace: not empty, and every character in the table
@@ -317,14 +334,6 @@ def _lower_with(impl: Any) -> Any:
     return lower
 
 
-def _stub(name: str, argcount: int) -> Any:
-    """A Python function standing for helper ``name`` in compiled code (numba calls its lowering)."""
-    params = ", ".join(f"a{k}" for k in range(argcount))
-    namespace: dict[str, Any] = {}
-    exec(f"def {name}({params}):\n    raise NotImplementedError('compiled only')\n", namespace)
-    return namespace[name]
-
-
 def _powers_of_ten() -> list[float]:
     """10**e for e in -342..308 as double-double pairs (high, low): high the nearest double, low the
     nearest double to what remains (exact fractions, so each pair is within 2**-106 of the power). Past
@@ -363,7 +372,7 @@ def _operation_stubs() -> dict[str, Any]:
     if not _OPERATION_STUBS:
         for name in operations.HELPERS:
             code = getattr(operations, name).__code__
-            _OPERATION_STUBS[name] = _stub(name, code.co_argcount)
+            _OPERATION_STUBS[name] = compiled_only_stub(name, code.co_argcount)
     return _OPERATION_STUBS
 
 
@@ -437,7 +446,7 @@ def _register_stores(target: Any, intrinsics: dict[str, Any], functions: dict[st
     # `signature()` helper builds numba's when numba is installed)
     signature_class = target.templates.Signature
     for name in operations.STORES:
-        stub = _stub(name, 3)
+        stub = compiled_only_stub(name, 3)
 
         def typer_for(context):
             def typer(out, i, r):
