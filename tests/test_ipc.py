@@ -59,8 +59,8 @@ def test_ipc_table_seen_by_another_process(tmp_path, drop_exporter_first):
 @pytest.mark.gpu
 def test_ipc_every_type(tmp_path):
     """A table of every sample type (tests/support/samples.py) crosses processes; the importer writes what it sees
-    to an Arrow IPC file, compared here with the source. Buffers share pool blocks: fewer handles than
-    buffers, each buffer an offset into its block."""
+    to an Arrow IPC file, compared here with the source. A handle per allocation, each buffer an offset
+    into its allocation."""
     from support.samples import CASES
 
     source = pa.table({name: CASES[name] for name in CASES})
@@ -70,7 +70,9 @@ def test_ipc_every_type(tmp_path):
     size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
     header = json.loads(data[len(magic) + 8:len(magic) + 8 + size])
     n_buffers = sum(1 for b in ad.table(g).to_device().columns for info in b.buffers if info.address)
-    assert 0 < len(header["handles"]) < n_buffers
+    # one handle per device allocation, however many buffers lie in it (how many share one depends on the
+    # pool's state: blocks freed by earlier tests are carved up again)
+    assert 0 < len(header["handles"]) <= n_buffers and len(set(header["handles"])) == len(header["handles"])
     (tmp_path / "handle").write_bytes(data)
     run_script("""
         import sys, pyarrow as pa, arrowdev as ad

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -224,3 +228,27 @@ def test_cuda_string_typing_adds_nothing_to_global_registries_without_a_gpu():
     assert str(probe.udf_result_type(lambda s: len(s) in (3, 6), spec)) == "bool"  # a constant set
     assert _arrowdev_entries(templates.builtin_registry, imputils.builtin_registry, cuda_templates.builtin_registry,
                              cuda_imputils.builtin_registry) == []
+
+
+def test_threads_registering_the_string_extension_at_once_all_compile():
+    """Eight threads of a fresh process make their first string UDF together (a Dask worker's threads do):
+    the extension registers once, under the compiler lock, and every thread gets Python's result. On the
+    GPU machine, without the lock, a thread's compile failed with numba's "generator already executing"."""
+    code = textwrap.dedent("""
+        import threading, pyarrow as pa, arrowdev as ad
+        barrier, results, errors = threading.Barrier(8), {}, []
+        def work(k):
+            barrier.wait()
+            try:
+                results[k] = ad.column(pa.array(["ab", "ç", None])).apply(lambda s: s.upper() + str(k)).to_pylist()
+            except Exception as e:
+                errors.append(repr(e))
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        assert not errors, errors
+        assert results == {k: ["AB" + str(k), "Ç" + str(k), None] for k in range(8)}, results
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["KernelCache", "cache_dir", "count_compilation", "entry_key", "fingerprint", "fixed_key", "load_entry",
+__all__ = ["KernelCache", "cache_dir", "count_compilation", "count_load", "entry_key", "fingerprint", "fixed_key", "load_entry",
            "stats", "store_entry"]
 
 _lock = threading.Lock()
@@ -63,6 +63,11 @@ def _count(name: str) -> None:
 def count_compilation() -> None:
     """Counts one compilation (a kernel, or a UDF's typing probe) in :func:`stats`."""
     _count("compiled")
+
+
+def count_load() -> None:
+    """Counts one entry read back from disk (a UDF's typing probe; kernels count their own) in :func:`stats`."""
+    _count("loaded")
 
 
 def cache_dir() -> Path | None:

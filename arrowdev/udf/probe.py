@@ -81,6 +81,8 @@ def udf_traits(f: Callable, spec: KernelSpec) -> UDFTraits:
     if traits is None:
         traits = _probe(f, spec, args)
         cache.store_entry(disk_key, _encode_traits(traits))
+    else:
+        cache.count_load()
     with _lock:
         _result_cache[key] = traits
     return traits

@@ -50,10 +50,17 @@ class ExtensionTarget:
         into a fresh context, arrowdev's registries would come first and numba's typing of the builtins
         both declare (``len``, operators) would follow arrowdev's; a string helper calling ``min`` then
         failed to lower."""
-        typing_context, target_context = self._contexts()
-        target_context.refresh()  # also refreshes the typing context
-        typing_context.install_registry(self.typing_registry)
-        target_context.install_registry(self.lowering_registry)
+        # under the target's compiler lock: a refresh walks numba's registration generators, which a compile
+        # in another thread (a Dask worker's) would be walking at the same time ("generator already executing")
+        if self.name == "cuda":
+            from numba.cuda.core.compiler_lock import global_compiler_lock
+        else:
+            from numba.core.compiler_lock import global_compiler_lock
+        with global_compiler_lock:
+            typing_context, target_context = self._contexts()
+            target_context.refresh()  # also refreshes the typing context
+            typing_context.install_registry(self.typing_registry)
+            target_context.install_registry(self.lowering_registry)
 
     def type_callable(self, func: Any) -> Callable[[Callable], Callable]:
         """numba's ``type_callable`` into this target's typing registry: ``typer_for(context)`` returns

@@ -18,6 +18,7 @@ numba's global ones.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from .literals import Utf8Constant, with_string_constants
@@ -29,6 +30,12 @@ class _Targets(dict):
     """Each target's intrinsics by name, registered on first use of that target."""
 
     def __missing__(self, name: str) -> dict[str, Any]:
+        with _REGISTERING:  # one thread registers a target; the others wait and find it done
+            if name in self:
+                return self[name]
+            return self._register(name)
+
+    def _register(self, name: str) -> dict[str, Any]:
         from ...errors import DeviceUnavailableError
         from .lowering import register_lowering
         from .models import register_models
@@ -46,6 +53,7 @@ class _Targets(dict):
         return intrinsics
 
 
+_REGISTERING = threading.RLock()
 _TARGETS = _Targets()
 
 
