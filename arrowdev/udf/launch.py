@@ -61,7 +61,7 @@ def launch(kernel: Any, n: int, args: list[Any], stream_ptr: int, device_id: int
     from numba import cuda
     from numba.cuda.core.errors import NumbaPerformanceWarning
 
-    with cuda.gpus[device_id], warnings.catch_warnings():
+    with _gpus(cuda)[device_id], warnings.catch_warnings():
         numba_args = [a.to_numba() if isinstance(a, DeviceView) else a for a in args]
         # one thread per row: a small column gets a small grid, which numba warns about
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
@@ -70,6 +70,21 @@ def launch(kernel: Any, n: int, args: list[Any], stream_ptr: int, device_id: int
             with _lock:
                 _specialized[kernel] = specialized
         specialized[blocks, THREADS, cuda.external_stream(stream_ptr)](n, *numba_args)
+
+
+_gpus_listed = False
+
+
+def _gpus(cuda: Any) -> Any:
+    """numba-cuda's device list, filled once under a lock: numba-cuda fills it lazily and unguarded, and
+    two threads of a Dask worker launching their first kernels at once both filled it ("key already in
+    dictionary: 0")."""
+    global _gpus_listed
+    if not _gpus_listed:
+        with _lock:
+            cuda.gpus.lst  # the property that fills the list
+            _gpus_listed = True
+    return cuda.gpus
 
 
 def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
@@ -109,7 +124,7 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
     if entry is None:
         from numba import cuda
 
-        with cuda.gpus[device_id]:
+        with _gpus(cuda)[device_id]:
             entry = _direct_entry(specialized)
         with _lock:
             _direct[(specialized, device_id)] = entry
