@@ -22,6 +22,7 @@ from ..errors import DeviceUnavailableError
 from . import deps, nrt
 
 THREADS = 256
+NUMBA_MIN_GRID = 128  # numba-cuda's launch warns below this many blocks (NumbaPerformanceWarning)
 _lock = threading.Lock()
 _specialized: dict[Any, Any] = {}  # kernel -> numba dispatcher specialised to its one signature
 _direct: dict[tuple[Any, int], tuple[Any, list[Any]]] = {}  # (specialised, device id) -> (function, packers)
@@ -69,7 +70,9 @@ def launch(kernel: Any, n: int, args: list[Any], stream_ptr: int, device_id: int
             specialized = _specialize(kernel, n, numba_args)
             with _lock:
                 _specialized[kernel] = specialized
-        specialized[blocks, THREADS, cuda.external_stream(stream_ptr)](n, *numba_args)
+        # numba warns of grids under 128 blocks, and catch_warnings is process-wide state that another thread
+        # (a Dask worker's) may restore mid-launch: the grid is padded instead (threads past n do nothing)
+        specialized[max(blocks, NUMBA_MIN_GRID), THREADS, cuda.external_stream(stream_ptr)](n, *numba_args)
 
 
 _gpus_listed = False

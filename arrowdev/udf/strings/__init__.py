@@ -8,7 +8,8 @@ pointer into the column's own buffers and a byte count, no copy); what a UDF mak
 Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``models`` (data models),
 ``typing`` (signatures), ``lowering`` (read-only operations, and registration of everything),
 ``operations`` (operations that make or parse strings), ``managed`` (arena allocation, MemInfo headers,
-views, row failure flags), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
+views, row failure flags), ``words`` (reads and writes eight bytes at a time: the writer new strings are
+written through), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
 for string constants), ``layout`` (MemInfo and arena-state layouts), ``names`` (operation names typing and
 lowering share). The host side (arena, re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``.
 Each registers with one target at a time, numba's CPU target or numba-cuda's CUDA target, on first use,
