@@ -150,13 +150,7 @@ PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
 PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
   const struct ArrowSchema* schema = capsule_struct(capsule, "arrow_schema");
   if (schema == NULL || check_schema_tree(schema)) return NULL;
-  SchemaKey key;
-  PyObject* out;
-  if (schema_key(schema, &key) != 0) out = PyErr_Format(InvalidArrowError, "malformed Arrow schema");
-  else if (key.failed) out = PyErr_NoMemory();
-  else out = PyBytes_FromStringAndSize(key.data, (Py_ssize_t)key.len);
-  schema_key_free(&key);
-  return out;
+  return schema_key_bytes(schema);
 }
 
 /* Drops a reference with a pending exception set aside: the last reference to a producer's

@@ -90,6 +90,8 @@ PyObject* import_device_array(PyObject* module, PyObject* capsule);
 PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs);
 PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs);
 PyObject* schema_key_of(PyObject* module, PyObject* capsule);
+/* The schema_key of a checked schema tree as bytes, or NULL with an exception (py_types.c). */
+PyObject* schema_key_bytes(const struct ArrowSchema* schema);
 
 /* The stream functions of the module (py_stream.c). */
 PyObject* import_stream(PyObject* module, PyObject* capsule);

@@ -74,7 +74,7 @@ static const struct ArrowSchema* remember_type(PyObject* dtype) {
 }
 
 /* The schema_key of a checked tree as bytes, or NULL with an exception. */
-static PyObject* key_bytes(const struct ArrowSchema* schema) {
+PyObject* schema_key_bytes(const struct ArrowSchema* schema) {
   SchemaKey key;
   PyObject* out;
   if (schema_key(schema, &key) != 0) out = PyErr_Format(InvalidArrowError, "malformed Arrow schema");
@@ -111,7 +111,7 @@ PyObject* type_for_schema(const struct ArrowSchema* schema, const struct ArrowSc
       return Py_NewRef(recent_types[i].dtype);
     }
   }
-  PyObject* key = key_bytes(schema);
+  PyObject* key = schema_key_bytes(schema);
   if (key == NULL) return NULL;
   PyObject* dtype = known_types != NULL ? PyDict_GetItemWithError(known_types, key) : NULL;
   if (dtype != NULL) Py_INCREF(dtype);
