@@ -53,7 +53,7 @@ def _pack(context: Any, builder: Any, values: list[Any]) -> Any:
     return packed
 
 
-def _store_bytes(builder: Any, address: Any, word: Any, first: Any, end: Any, limit: Any) -> None:
+def _store_bytes(builder: Any, cgutils: Any, address: Any, word: Any, first: Any, end: Any, limit: Any) -> None:
     """Stores bytes ``first .. end - 1`` of ``word`` at ``address + k``, those below address ``limit``
     (a loop of byte stores)."""
     from llvmlite import ir
@@ -62,35 +62,18 @@ def _store_bytes(builder: Any, address: Any, word: Any, first: Any, end: Any, li
     base = builder.inttoptr(address, i8.as_pointer())
     room = builder.sub(limit, address)
     end = builder.select(builder.icmp_signed("<", room, end), room, end)
-    with _counted(builder, first, end) as k:
-        value = builder.trunc(builder.lshr(word, builder.mul(k, i64(8))), i8)
-        builder.store(value, builder.gep(base, [k]))
+    with cgutils.for_range(builder, end, start=first) as loop:
+        value = builder.trunc(builder.lshr(word, builder.mul(loop.index, i64(8))), i8)
+        builder.store(value, builder.gep(base, [loop.index]))
 
 
-class _counted:
-    """``with _counted(builder, start, end) as k:`` emits a loop over k in [start, end)."""
+def _low_bytes(builder: Any, value: Any, count: Any) -> Any:
+    """``value`` with only its low ``count`` (1..8) bytes kept."""
+    from llvmlite import ir
 
-    def __init__(self, builder: Any, start: Any, end: Any) -> None:
-        self.builder, self.start, self.end = builder, start, end
-
-    def __enter__(self) -> Any:
-        b = self.builder
-        self.pre = b.basic_block
-        self.head, self.body, self.after = (b.append_basic_block(n) for n in ("words.head", "words.body",
-                                                                            "words.after"))
-        b.branch(self.head)
-        b.position_at_end(self.head)
-        self.k = b.phi(self.start.type)
-        self.k.add_incoming(self.start, self.pre)
-        b.cbranch(b.icmp_signed("<", self.k, self.end), self.body, self.after)
-        b.position_at_end(self.body)
-        return self.k
-
-    def __exit__(self, *exc: Any) -> None:
-        b = self.builder
-        self.k.add_incoming(b.add(self.k, self.k.type(1)), b.basic_block)
-        b.branch(self.head)
-        b.position_at_end(self.after)
+    i64 = ir.IntType(64)
+    shifted = builder.sub(builder.shl(i64(1), builder.mul(count, i64(8))), i64(1))  # poison at 8: not selected
+    return builder.and_(value, builder.select(builder.icmp_signed(">=", count, i64(8)), i64(-1), shifted))
 
 
 def _writer_intrinsics(target: Any) -> dict[str, Any]:
@@ -133,10 +116,7 @@ def _writer_intrinsics(target: Any) -> dict[str, Any]:
             address, pending, filled, skip, end = _unpack(builder, args[0])
             value = context.cast(builder, args[1], sig.args[1], types.int64)
             count = context.cast(builder, args[2], sig.args[2], types.int64)
-            keep_all = builder.icmp_signed(">=", count, i64(8))
-            mask = builder.select(keep_all, i64(-1), builder.sub(builder.shl(i64(1), builder.mul(count, i64(8))),
-                                                                  i64(1)))
-            value = builder.and_(value, mask)
+            value = _low_bytes(builder, value, count)
             pending = builder.or_(pending, builder.shl(value, builder.mul(filled, i64(8))))  # filled <= 7
             total = builder.add(filled, count)
             out = cgutils.alloca_once_value(builder, _pack(context, builder, [address, pending, total, skip, end]))
@@ -158,14 +138,14 @@ def _writer_intrinsics(target: Any) -> dict[str, Any]:
             with whole:
                 builder.store(word, builder.inttoptr(address, i64.as_pointer()), align=8)
             with partial:
-                _store_bytes(builder, address, word, skip, i64(8), end)
+                _store_bytes(builder, cgutils, address, word, skip, i64(8), end)
 
     @target.intrinsic
     def write_finish(typingctx, w):
         """Stores the pending bytes (fewer than eight) byte by byte."""
         def codegen(context, builder, sig, args):
             address, pending, filled, skip, end = _unpack(builder, args[0])
-            _store_bytes(builder, address, pending, skip, filled, end)
+            _store_bytes(builder, cgutils, address, pending, skip, filled, end)
             return context.get_dummy_value()
 
         return types.none(w), codegen
@@ -201,10 +181,7 @@ def _read_intrinsics(target: Any) -> dict[str, Any]:
                 second = builder.load(builder.inttoptr(builder.add(aligned, i64(8)), i64.as_pointer()), align=8)
                 high = builder.shl(second, builder.mul(builder.sub(i64(8), shift), i64(8)))  # shift is 1..7 here
                 builder.store(builder.or_(builder.load(word), high), word)
-            keep_all = builder.icmp_signed(">=", count, i64(8))
-            mask = builder.select(keep_all, i64(-1), builder.sub(builder.shl(i64(1), builder.mul(count, i64(8))),
-                                                                  i64(1)))
-            return builder.and_(builder.load(word), mask)
+            return _low_bytes(builder, builder.load(word), count)
 
         return types.int64(s, at, count), codegen
 
