@@ -1,6 +1,7 @@
 """String UDFs on the GPU against (a) the same UDF allocating each new string with NRT's device malloc (the
-cuDF design) and (b) PyArrow compute on the CPU, same data, one process; (c) bytes per second against the
-device copy bandwidth measured in the same run.
+cuDF design), (b) PyArrow compute on the CPU and (c) where cuDF is importable, libcudf's own string kernels
+(``Series.str`` methods and operators) and cuDF's ``Series.apply`` for the read-only UDFs, same data, one
+process; (d) bytes per second against the device copy bandwidth measured in the same run.
 
     python3 benchmarks/bench_string_udf.py [--rows 10000000] [--runs 10]
 
@@ -16,6 +17,12 @@ switched to one ``NRT_MemInfo_alloc`` per string (NRT frees each when its count 
 strings are freed); its output bytes are therefore not valid and not checked, and it is timed over 3 runs.
 GB/s counts input bytes and offsets read plus output bytes and offsets written; the copy bandwidth is a
 device-to-device copy's (bytes read + written per second).
+
+cuDF runs on its own stream, so against it both sides are timed the same way: wall-clock medians of the call
+followed by a device synchronisation (``wall ms``). The seed UDF's libcudf peer is the chain
+``(s.str.upper() where s.str.len() > 2 else s + s) + "abc"``. cuDF's ``Series.apply`` is tried only on the
+read-only UDFs: on the GPU machine its new-string UDFs failed with an illegal memory access, which would end
+the process's CUDA context.
 """
 
 from __future__ import annotations
@@ -70,6 +77,45 @@ READ_ONLY = [
 ]
 
 
+def issue_cudf(sr):
+    return sr.str.upper().where(sr.str.len() > 2, sr + sr) + "abc"
+
+
+CUDF_PEERS = {  # libcudf's kernel for the same job, on a cudf.Series of the same strings
+    "s.upper()": lambda sr: sr.str.upper(),
+    's + "abc"': lambda sr: sr + "abc",
+    's.replace("a", "bb")': lambda sr: sr.str.replace("a", "bb"),
+    "issue UDF": issue_cudf,
+    "len(s)": lambda sr: sr.str.len(),
+    's.startswith("ab")': lambda sr: sr.str.startswith("ab"),
+    's.count("ab")': lambda sr: sr.str.count("ab"),
+}
+
+
+def cudf_series(host: pa.Array):
+    """A cudf.Series of ``host``, or None where cuDF cannot be imported."""
+    try:
+        import cudf
+    except Exception as e:  # noqa: BLE001 - any import failure means: no cuDF peer
+        print(f"cuDF peer skipped: {type(e).__name__}: {e}")
+        return None
+    return cudf.Series.from_arrow(host)
+
+
+def wall_median(cp, fn, runs: int) -> float:
+    """Median wall time of ``fn()`` followed by a device synchronisation (after one warm-up call)."""
+    fn()
+    cp.cuda.runtime.deviceSynchronize()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fn()
+        cp.cuda.runtime.deviceSynchronize()
+        samples.append(time.perf_counter() - start)
+        del result
+    return statistics.median(samples)
+
+
 def gpu_median(cp, stream, fn, runs: int) -> float:
     samples = []
     with stream:
@@ -112,8 +158,10 @@ def main() -> None:
     print(f"{len(host):,} strings, {host.buffers()[2].size / len(host):.1f} bytes each on average; "
           f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; "
           f"device copy {bandwidth / 1e9:.0f} GB/s (read + write)")
+    series = cudf_series(host)
     print(f"{'udf':22s} {'arrowdev ms':>11s} {'GB/s':>6s} {'of copy':>7s} {'malloc ms':>9s} {'vs malloc':>9s} "
-          f"{'pyarrow ms':>10s} {'vs pyarrow':>10s} {'first s':>7s}")
+          f"{'pyarrow ms':>10s} {'vs pyarrow':>10s} {'first s':>7s} {'wall ms':>7s} {'libcudf':>7s} "
+          f"{'vs cudf':>7s} {'apply':>7s}")
     for name, udf, arrow in NEW_STRINGS + READ_ONLY:
         start = time.perf_counter()
         out = gcol.apply(udf)
@@ -137,15 +185,35 @@ def main() -> None:
                 results.device_malloc_for_benchmarks = False
             malloc_cell, vs_cell = f"{peer * 1e3:9.1f}", f"{peer / mine:8.0f}x"
         rate = (in_bytes + out_bytes) / mine
+        wall = wall_median(cp, lambda: gcol.apply(udf), args.runs)
+        libcudf = apply_ms = None
+        if series is not None:
+            libcudf = wall_median(cp, lambda: CUDF_PEERS[name](series), args.runs)
+            if (name, udf, arrow) in READ_ONLY:
+                apply_ms = _cudf_apply(cp, series, udf, args.runs)
+        cudf_cells = (f"{libcudf * 1e3:7.2f} {libcudf / wall:6.2f}x {apply_ms or float('nan'):7.2f}"
+                      if libcudf else "")
         print(f"{name:22s} {mine * 1e3:11.2f} {rate / 1e9:6.0f} {rate / bandwidth:7.2f} {malloc_cell:>9s} "
-              f"{vs_cell:>9s} {cpu * 1e3:10.1f} {cpu / mine:9.0f}x {first:7.2f}", flush=True)
+              f"{vs_cell:>9s} {cpu * 1e3:10.1f} {cpu / mine:9.0f}x {first:7.2f} {wall * 1e3:7.2f} {cudf_cells}",
+              flush=True)
         recorded.append({"udf": name, "arrowdev_ms": mine * 1e3, "gb_per_s": rate / 1e9,
-                         "device_malloc_ms": peer * 1e3 if malloc_cell else None, "pyarrow_ms": cpu * 1e3,
-                         "first_call_s": first})
+                         "of_copy": rate / bandwidth, "device_malloc_ms": peer * 1e3 if malloc_cell else None,
+                         "pyarrow_ms": cpu * 1e3, "first_call_s": first, "arrowdev_wall_ms": wall * 1e3,
+                         "libcudf_wall_ms": libcudf * 1e3 if libcudf else None,
+                         "cudf_apply_wall_ms": apply_ms})
         del out, got
     machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     record.write(args.json, "bench_string_udf", machine, recorded, strings=len(host),
                  copy_gb_per_s=bandwidth / 1e9)
+
+
+def _cudf_apply(cp, series, udf, runs: int) -> float | None:
+    """Milliseconds of cuDF's ``Series.apply(udf)`` (wall, synchronised), or None where it fails."""
+    try:
+        return wall_median(cp, lambda: series.apply(udf), runs) * 1e3
+    except Exception as e:  # noqa: BLE001 - reported, the benchmark goes on
+        print(f"  cuDF Series.apply failed: {type(e).__name__}: {str(e)[:200]}")
+        return None
 
 
 def _timed(fn) -> float:

@@ -216,6 +216,24 @@ def test_meminfos_are_balanced_and_released_with_the_output(device, monkeypatch)
     assert stats["meminfos_made"] == stats["meminfos_released"] and stats["arenas_live"] == 0
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_arena_goes_when_the_output_no_longer_needs_it(device):
+    """``string`` / ``large_string``: the arena goes back to the pool (stream-ordered) before ``apply``
+    returns, nothing left for a later call to free; ``string_view``: the output's release frees it."""
+    col = on(device, pa.array(VALUES))
+    before = results.managed_string_stats()["arenas_live"]
+    for string_type in ("string", "large_string"):
+        out = col.apply(lambda s: s.upper() + "!", string_type=string_type)
+        assert results.managed_string_stats()["arenas_live"] == before
+        assert out.to_pylist() == reference(lambda s: s.upper() + "!", VALUES)
+    view = col.apply(lambda s: s.upper() + "!", string_type="string_view")
+    assert results.managed_string_stats()["arenas_live"] == before + 1
+    assert view.to_pylist() == reference(lambda s: s.upper() + "!", VALUES)
+    del view
+    gc.collect()
+    assert results.managed_string_stats()["arenas_live"] == before
+
+
 @pytest.mark.gpu
 def test_nrt_statistics_balance_on_the_gpu(monkeypatch):
     from numba.cuda import config

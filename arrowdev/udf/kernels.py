@@ -42,11 +42,8 @@ def compile_kernel(f: Callable, spec: KernelSpec) -> Any:
         namespace["udf"] = numba.njit(error_model="numpy")(probe.prepared(f))
         namespace["half_to_float"] = numba.njit(codegen.half_to_float)
         kernel = numba.njit(error_model="numpy")(_exec(codegen.kernel_source(spec), namespace))
-    # numba asks this hook before compiling a signature and hands it what it compiled (cache.py).
-    # CUDA kernels are not kept on disk: loaded in a second process on the H100 machine, two row-wise UDFs
-    # over several columns gave wrong rows (docs/udf.md); until that is understood they compile per process.
-    disk_key = cache.entry_key(f, ("kernel", spec)) if spec.target != Target.CUDA else None
-    kernel._cache = cache.KernelCache(disk_key, spec.target)
+    # numba asks this hook before compiling a signature and hands it what it compiled (cache.py)
+    kernel._cache = cache.KernelCache(cache.entry_key(f, ("kernel", spec)), spec.target)
     with _lock:
         _cache[key] = kernel
     return kernel

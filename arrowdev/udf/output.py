@@ -20,7 +20,10 @@ class ChunkOutput:
     """The output of one chunk, from allocation to the Arrow array that owns it.
 
     ``keep``: what the finished array holds on to (released with the array). ``scratch``: what the queued
-    kernel and copies read (released when the output's sync event fires, on a GPU). The kernel writes
+    kernel and copies read that is not arrowdev's to free in stream order, the inputs (released when the
+    output's sync event fires, on a GPU). Buffers of arrowdev's pool the queued work reads (the string
+    arena, the kernel's raw values and flags) are dropped once :meth:`finish` has queued everything: the
+    pool is stream-ordered, so their blocks go only to work queued after this output's. The kernel writes
     ``values`` (numbers, bytes of bools, ballot words, string pairs or views) and, where it decides row
     validity itself, ``flags`` (one byte per row). :meth:`assemble_values` turns what the kernel wrote into
     Arrow buffers; the validity is set by :mod:`.validity`; :meth:`finish` builds the array.
@@ -42,10 +45,9 @@ class ChunkOutput:
             self.values, self.values_ptr, self.values_keep = mem.new(2 * n, np.int64)
         self.writes_flags = spec.null_mode == NullMode.AWARE or spec.flags
         if self.writes_flags:
-            self.flags, _, flags_keep = mem.new(n, np.uint8)
+            self.flags, _, self.flags_keep = mem.new(n, np.uint8)
         else:
-            self.flags, flags_keep = mem.stand_in(np.uint8), None
-        self.scratch.append(flags_keep)
+            self.flags, self.flags_keep = mem.stand_in(np.uint8), None
         self.arrow_type: DataType | None = plan.arrow_out
         self.buffers: list[int] = []
         self.offset = 0
@@ -59,24 +61,22 @@ class ChunkOutput:
         plan, mem = self.plan, self.mem
         if plan.string_out is not None:
             self.arrow_type, self.buffers = results.build_string_output(
-                plan.string_out, mem, self.n, self.values, self.values_keep, arena, self.keep, self.scratch)
+                plan.string_out, mem, self.n, self.values, self.values_keep, arena, self.keep)
         elif plan.spec.out == Kind.BALLOT:  # the kernel wrote the bits
             self.keep.append(self.values_keep)
-            self.scratch.append(arena)
             self.buffers = [self.values_ptr]
-        elif plan.out_np is None:  # bool output: bytes -> bits; the bytes are scratch
+        elif plan.out_np is None:  # bool output: bytes -> bits; the bytes are dropped after finish()
             address, packed, _ = mem.pack_bits(self.values, self.pad + self.n, count_ones=False)
             self.keep.append(packed)
-            self.scratch += [self.values_keep, arena]
             self.buffers, self.offset = [address], self.pad
         else:
             self.keep.append(self.values_keep)
-            self.scratch.append(arena)
             self.buffers, self.offset = [self.values_ptr], self.pad
 
     def finish(self) -> Any:
         """The Arrow array (held): on a GPU it carries an event recorded after all the work above, and the
-        scratch is released when that event fires."""
+        scratch is released when that event fires. The caller drops this object afterwards, and with it the
+        pool buffers only the queued work reads (class docstring)."""
         mem, device = self.mem, self.mem.device
         event = None
         if mem.gpu:

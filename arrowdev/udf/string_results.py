@@ -12,8 +12,9 @@ Lifecycle of one chunk (docs/strings.md has the picture):
    and the launch re-run with one as large as the count says (more if that was not enough, at most
    ``MAX_RUNS`` runs, then ``MemoryError``). Nothing is ever truncated.
 4. Materialisation. ``string`` / ``large_string``: sizes, a scan into offsets, a gather of each row's
-   bytes into one data buffer; the arena goes back to the pool once the gather has run (switching to
-   ``large_string`` when the data passes 2^31 - 1 bytes). ``string_view``: the kernel wrote the views
+   bytes into one data buffer (switching to ``large_string`` when the data passes 2^31 - 1 bytes); the
+   arena goes back to the pool as soon as the gather is queued, in stream order (the pool hands the block
+   only to work queued after the gather on the same stream), before the output is returned. ``string_view``: the kernel wrote the views
    itself, pointing into the arena, which becomes the array's variadic buffers (2 GiB windows) and lives
    as long as the array: its release frees the arena and every MemInfo in it.
 """
@@ -26,9 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _capsules
 from ..types import DataType
-from .spec import Target
 from .strings.layout import ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS, ArenaWord, MemInfo
 
 MAX_RUNS = 6
@@ -152,9 +151,12 @@ def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int,
 
 
 def build_string_output(string_type: str, mem: Any, n: int, out: Any, out_keep: Any, arena: Arena,
-                        keep: list[Any], scratch: list[Any]) -> tuple[DataType, list[int]]:
+                        keep: list[Any]) -> tuple[DataType, list[int]]:
     """(Arrow type, buffers after the validity) of one chunk's string results. Appends what the array
-    holds on to to ``keep`` and what the queued work reads until it is done to ``scratch``."""
+    holds on to to ``keep``: for ``string_view`` the arena (freed by the array's release); for ``string``
+    and ``large_string`` the offsets and data, the arena and the kernel's pairs being dropped by the caller
+    once the gather is queued (both are blocks of the stream-ordered pool, allocated on the gather's
+    stream)."""
     import pyarrow as pa
 
     if string_type == "string_view":
@@ -178,7 +180,6 @@ def build_string_output(string_type: str, mem: Any, n: int, out: Any, out_keep: 
         with _on_device(mem):
             offsets = offsets.astype(np.int32)
     keep += [offsets, data_keep]
-    scratch += [arena, out_keep]
     return DataType.from_arrow(pa.large_string() if large else pa.string()), [_address(mem, offsets), data_address]
 
 
@@ -255,8 +256,7 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any, data_address:
             namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
             exec(compile(_GATHER_SOURCE, "<arrowdev string gather>", "exec"), namespace)
             _gathers[target] = numba.njit(namespace["gather"])
-        disk_key = cache.fixed_key(("string gather", target)) if target != Target.CUDA else None  # see kernels.py
-        _gathers[target]._cache = cache.KernelCache(disk_key, target)
+        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather", target)), target)
     if mem.gpu:
         mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), data])
     else:
