@@ -10,7 +10,7 @@
 2. A partition moved between two workers of one ``LocalCluster`` (TCP) against a NumPy array of the
    same bytes over the same comm (a task on worker B that needs the data on worker A; ratio = NumPy
    time / arrowdev time; goal >= 0.9). With ``--gpu``: partitions on the GPU against a CuPy array, two
-   dask-cuda workers on GPU 0.
+   worker processes on GPU 0 (distributed's LocalCluster: dask-cuda will not start two workers on one GPU).
 3. The UDF pipeline (append ``y = f(a, b)``) on a 1-worker cluster, the partition already on the
    worker, against the same call in process (ratio = in-process time / cluster time; goal >= 0.9).
 
@@ -119,12 +119,11 @@ def _move_times(client: Client, makers: list[Callable[[], Any]], source: str, ta
 def bench_move(rows: int, repeats: int, gpu: bool) -> None:
     tbl = make_table(rows)
     if gpu:
-        from dask_cuda import LocalCUDACluster
-
         import cupy as cp
 
-        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES="0,0", n_workers=2, threads_per_worker=1,
-                                   dashboard_address=":0")
+        # two worker processes on GPU 0: dask-cuda's LocalCUDACluster refuses one device twice
+        # ("Can not scale beyond visible devices", dask-cuda 26.10), so distributed's own cluster over TCP
+        cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
         tbl = tbl.to_device()
         nbytes = add.nbytes(tbl)
         make_peer = lambda: cp.random.randint(0, 255, nbytes, dtype=cp.uint8)  # noqa: E731

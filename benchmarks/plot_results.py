@@ -4,8 +4,8 @@
 
 - udf_bandwidth.png: numeric UDF bandwidth (bytes read + written per second) against rows, with the
   device-to-device copy of the same run as the ceiling (bench_udf.py --json);
-- string_udfs.png: string UDF times against device malloc (the cuDF design) and PyArrow on the CPU
-  (bench_string_udf.py --json);
+- string_udfs.png: string UDF times against libcudf's kernels (where the run had cuDF), device malloc (the
+  cuDF design) and PyArrow on the CPU (bench_string_udf.py --json);
 - transfers.png: host <-> device transfers against the pinned-memory ceiling (bench_transfer.py --json).
 
 Each figure names the machine and where its numbers come from. Needs matplotlib (the ``docs`` extra).
@@ -71,12 +71,14 @@ def plot_strings(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = [r["udf"] for r in rows]
     y = range(len(rows))
-    height = 0.27
-    series = (("arrowdev", "arrowdev_ms", 0), ("device malloc per string (cuDF design)", "device_malloc_ms", 1),
-              ("PyArrow compute (CPU)", "pyarrow_ms", 2))
-    for label, key, i in series:
-        values = [r[key] if r[key] is not None else 0 for r in rows]
-        ax.barh([v + (i - 1) * height for v in y], values, height=height, label=label)
+    series = [("arrowdev (CUDA events)", "arrowdev_ms"), ("device malloc per string (cuDF design)", "device_malloc_ms"),
+              ("PyArrow compute (CPU)", "pyarrow_ms")]
+    if any(r.get("libcudf_wall_ms") for r in rows):  # same run, both timed by wall clock with a device sync
+        series[1:1] = [("arrowdev (wall)", "arrowdev_wall_ms"), ("libcudf's kernels (wall)", "libcudf_wall_ms")]
+    height = 0.8 / len(series)
+    for i, (label, key) in enumerate(series):
+        values = [r.get(key) or 0 for r in rows]
+        ax.barh([v + (i - (len(series) - 1) / 2) * height for v in y], values, height=height, label=label)
     ax.set_yticks(list(y), names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")

@@ -5,6 +5,7 @@ a GPU. Rolling windows: tests/test_udf_rolling.py."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -273,6 +274,24 @@ def test_string_making_kernels_compile_for_cuda_without_a_gpu(f, inputs, mode, o
     assert ".entry" in ptx and "arrowdev_arena_state" in ptx  # rows find the launch's arena
     if out.startswith("utf8"):  # a string's block is claimed by an atomic add
         assert "atom.global.add" in ptx or "atom.add" in ptx
+
+
+def test_managed_strings_are_counted_in_line_on_cuda_without_a_gpu(monkeypatch):
+    """A string UDF compiled for CUDA changes its strings' counts in line (strings/refcounts.py): no call to
+    NRT's out-of-line, fenced NRT_incref / NRT_decref anywhere in its code."""
+    from numba import cuda
+
+    from arrowdev.udf import nrt
+    from arrowdev.udf.spec import Target
+    from arrowdev.udf.strings import intrinsics
+    from arrowdev.udf.strings.types import string_types
+
+    intrinsics()["cuda"]  # registers the string extension with the CUDA target
+    f = probe.prepared(lambda s: (s.upper() + "!").lower() + s[1:] + s.strip(), Target.CUDA)
+    with nrt.cuda_nrt():
+        ptx, result = cuda.compile_ptx(f, (string_types().string_view,), device=True, cc=probe.CI_COMPUTE_CAPABILITY)
+    assert str(result) == "ManagedString"
+    assert not re.search(r"NRT_(incref|decref)", ptx) and "NRT_MemInfo_call_dtor" in ptx
 
 
 @pytest.mark.parametrize("f,inputs,streamed", BALLOT_UDFS)

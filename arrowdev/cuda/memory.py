@@ -175,7 +175,7 @@ def memory_stats() -> dict[str, int]:
     - ``pool_bytes``: device bytes the pool holds from the driver (in use or cached); 0 before
       the first GPU allocation.
     """
-    if _pool is not None:
+    if _watch:  # even after the pool was swapped or reset: what is held must be counted as it really is
         release_finished()
     with _lock:
         out = dict(_stats)
