@@ -170,27 +170,28 @@ def _is_private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
 
 
+def _names_defined_in(body: list[ast.stmt]) -> set[str]:
+    """Names the statements of one body define: functions, classes, assignment targets, ``__slots__`` entries."""
+    names = set()
+    for item in body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(item.name)
+        elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
+                names.update(c.value for c in ast.walk(item.value)
+                             if isinstance(c, ast.Constant) and isinstance(c.value, str))
+    return names
+
+
 def _defined_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     """The private names a module defines: (members of its objects: class members and slots, and
     attributes it assigns on instances, ``self._x = ...``; its module globals)."""
-    members, module_globals = set(), set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            module_globals.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            module_globals.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    module_globals, members = _names_defined_in(tree.body), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    members.add(item.name)
-                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
-                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
-                    members.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-                    if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
-                        members.update(c.value for c in ast.walk(item.value)
-                                       if isinstance(c, ast.Constant) and isinstance(c.value, str))
+            members |= _names_defined_in(node.body)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             members.add(node.attr)
     return {n for n in members if _is_private(n)}, {n for n in module_globals if _is_private(n)}

@@ -44,10 +44,8 @@ class ChunkOutput:
         else:
             self.values, self.values_ptr, self.values_keep = mem.new(2 * n, np.int64)
         self.writes_flags = spec.null_mode == NullMode.AWARE or spec.flags
-        if self.writes_flags:
-            self.flags, _, self.flags_keep = mem.new(n, np.uint8)
-        else:
-            self.flags, self.flags_keep = mem.stand_in(np.uint8), None
+        # the flags view owns its buffer: it lives as long as this object
+        self.flags = mem.new(n, np.uint8)[0] if self.writes_flags else mem.stand_in(np.uint8)
         self.arrow_type: DataType | None = plan.arrow_out
         self.buffers: list[int] = []
         self.offset = 0

@@ -14,8 +14,8 @@ Lifecycle of one chunk (docs/strings.md has the picture):
 4. Materialisation. ``string`` / ``large_string``: sizes, a scan into offsets, a gather of each row's
    bytes into one data buffer (switching to ``large_string`` when the data passes 2^31 - 1 bytes); the
    arena goes back to the pool as soon as the gather is queued, in stream order (the pool hands the block
-   only to work queued after the gather on the same stream), before the output is returned. ``string_view``: the kernel wrote the views
-   itself, pointing into the arena, which becomes the array's variadic buffers (2 GiB windows) and lives
+   only to work queued after the gather on the same stream), before the output is returned.
+   ``string_view``: the kernel wrote the views itself, pointing into the arena, which becomes the array's variadic buffers (2 GiB windows) and lives
    as long as the array: its release frees the arena and every MemInfo in it.
 """
 

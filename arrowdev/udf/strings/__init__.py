@@ -11,7 +11,8 @@ Layout, after numba-cuda's extension modules: ``types`` (the numba types), ``mod
 views, row failure flags), ``words`` (reads and writes eight bytes at a time: the writer new strings are
 written through), ``tables`` (Unicode tables in device memory), ``literals`` (the front-end step
 for string constants), ``layout`` (MemInfo and arena-state layouts), ``refcounts`` (a managed string's
-MemInfo type, counted in line on the GPU), ``names`` (operation names typing and lowering share). The host side (arena, re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``.
+MemInfo counted in line on the GPU), ``names`` (operation names typing and lowering share). The host side
+(arena, re-runs, Arrow string arrays) is ``arrowdev.udf.string_results``.
 Each registers with one target at a time, numba's CPU target or numba-cuda's CUDA target, on first use,
 into typing and lowering registries of arrowdev's own for that target (``arrowdev.udf.targets``), never
 numba's global ones.

@@ -10,14 +10,11 @@ from .types import string_types
 
 
 def register_models(target: Any) -> None:
-    """Registers the three struct models with one target's registry."""
+    """Registers the three struct models, and the MemInfo pointer model, with one target's registry."""
     from numba.core import types
 
-    from .refcounts import string_meminfo_class
-
     t = string_types()
-    meminfo_class = string_meminfo_class()
-    target.register_model(meminfo_class)(target.models.MemInfoModel)
+    target.register_model(t.StringMemInfo)(target.models.MemInfoModel)
     bytes_fields = [("data", types.CPointer(types.uint8)), ("size", types.int64)]
 
     class ViewModel(target.models.StructModel):
@@ -26,7 +23,7 @@ def register_models(target: Any) -> None:
 
     class ManagedModel(target.models.StructModel):
         def __init__(self, dmm: Any, fe_type: Any) -> None:
-            super().__init__(dmm, fe_type, [("meminfo", meminfo_class()), *bytes_fields])
+            super().__init__(dmm, fe_type, [("meminfo", t.string_meminfo), *bytes_fields])
 
     target.register_model(t.StringView)(ViewModel)
     target.register_model(t.Utf8ConstantType)(ViewModel)

@@ -7,7 +7,7 @@ device-wide fence. Nsight Compute put 45% of the concat kernel's warp stalls on 
 cannot hand a value to another thread; the kernel stores only the bytes' address and size), so its count
 is read and written by one thread only.
 
-For the MemInfo of a managed string (type ``StringMemInfo``) the CUDA lowering therefore changes the
+For the MemInfo of a managed string (type ``StringMemInfo``, types.py) the CUDA lowering therefore changes the
 count in line, with a plain load and store (one thread: no atomic needed, and the compiler may fold an
 increment with the decrement after it), and calls ``NRT_MemInfo_call_dtor`` when a decrement takes it to
 zero, as ``NRT_decref`` does: the same counts at every point, the same destructor calls. Every other MemInfo
@@ -19,25 +19,11 @@ Invariant: a ``StringMemInfo`` is only ever reached by the thread whose kernel c
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-__all__ = ["install_in_line_counts", "string_meminfo_class"]
+from .types import string_types
 
-
-@functools.lru_cache(maxsize=None)
-def string_meminfo_class() -> Any:
-    """The numba type class of a managed string's MemInfo pointer (one class, made on first use)."""
-    from numba.core import types
-
-    class StringMemInfo(types.MemInfoPointer):
-        """The MemInfo pointer inside a managed string (an NRT MemInfo, counted in line on the GPU)."""
-
-        def __init__(self) -> None:
-            self.dtype = types.voidptr
-            types.Type.__init__(self, "StringMemInfo")
-
-    return StringMemInfo
+__all__ = ["install_in_line_counts"]
 
 
 def install_in_line_counts() -> None:
@@ -46,9 +32,9 @@ def install_in_line_counts() -> None:
 
     cls = nrt_context.NRTContext
     original = cls._call_incref_decref
-    if getattr(original, "arrowdev_relaxed", False):
+    if getattr(original, "arrowdev_in_line", False):
         return
-    string_class = string_meminfo_class()
+    string_class = string_types().StringMemInfo
 
     def call_incref_decref(self: Any, builder: Any, typ: Any, value: Any, funcname: str) -> None:
         meminfos = self.get_meminfos(builder, typ, value)
@@ -61,7 +47,7 @@ def install_in_line_counts() -> None:
             else:
                 _call_nrt(builder, meminfo, funcname)
 
-    call_incref_decref.arrowdev_relaxed = True  # type: ignore[attr-defined]
+    call_incref_decref.arrowdev_in_line = True  # type: ignore[attr-defined]
     cls._call_incref_decref = call_incref_decref
 
 

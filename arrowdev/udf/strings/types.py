@@ -2,6 +2,8 @@
 
 - ``StringView``: a row of a string column, read in place (a pointer and a byte count).
 - ``Utf8ConstantType``: a string literal of the UDF; the type carries its UTF-8 bytes.
+- ``StringMemInfo``: the MemInfo pointer inside a ``ManagedString``, a ``MemInfoPointer`` of its own so the
+  CUDA lowering can count it in line (``refcounts.py``).
 - ``ManagedString``: a string a UDF made (``upper``, ``+``, a slice, ...): an NRT MemInfo pointer, a
   pointer and a byte count. The MemInfo makes numba's runtime (NRT) count references to it through the
   UDF; the bytes live in arrowdev's device arena (see ``docs/strings.md``). A slice of a string shares the
@@ -20,10 +22,17 @@ from types import SimpleNamespace
 
 @functools.lru_cache(maxsize=None)
 def string_types() -> SimpleNamespace:
-    """The classes ``StringView``, ``Utf8ConstantType``, ``ManagedString``; the instances ``string_view``,
-    ``managed_string``; and ``stringlike`` (the three classes)."""
+    """The classes ``StringView``, ``Utf8ConstantType``, ``ManagedString``, ``StringMemInfo``; the instances
+    ``string_view``, ``managed_string``, ``string_meminfo``; and ``stringlike`` (the three string classes)."""
     from numba.core import types
     from numba.core.typeconv import Conversion
+
+    class StringMemInfo(types.MemInfoPointer):
+        """The MemInfo pointer inside a managed string (an NRT MemInfo, counted in line on the GPU)."""
+
+        def __init__(self) -> None:
+            self.dtype = types.voidptr
+            types.Type.__init__(self, "StringMemInfo")
 
     class ManagedString(types.Type):
         """A new string: NRT MemInfo (NULL for borrowed bytes), data pointer and byte count."""
@@ -57,4 +66,5 @@ def string_types() -> SimpleNamespace:
 
     return SimpleNamespace(StringView=StringView, string_view=StringView(), Utf8ConstantType=Utf8ConstantType,
                            ManagedString=ManagedString, managed_string=managed_string,
+                           StringMemInfo=StringMemInfo, string_meminfo=StringMemInfo(),
                            stringlike=(StringView, Utf8ConstantType, ManagedString))
