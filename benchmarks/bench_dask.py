@@ -216,11 +216,15 @@ def main() -> None:
     parser.add_argument("--gpu", action="store_true", help="partitions on GPU 0, dask-cuda workers")
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the moved / UDF partition")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--parts", type=int, nargs="+", default=[1, 2, 3], help="which of parts 1-3 to run")
     args = parser.parse_args()
     print(f"arrowdev {ad.__version__}, Python {platform.python_version()}, {platform.machine()}")
-    bench_serialize([1_000, 100_000, args.rows], args.repeats)
-    bench_move(args.rows, args.repeats, args.gpu)
-    bench_pipeline(args.rows, args.repeats, args.gpu)
+    if 1 in args.parts:
+        bench_serialize([1_000, 100_000, args.rows], args.repeats)
+    if 2 in args.parts:
+        bench_move(args.rows, args.repeats, args.gpu)
+    if 3 in args.parts:
+        bench_pipeline(args.rows, args.repeats, args.gpu)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,9 @@ _lock = threading.RLock()
 _pool: Any = None  # a cupy.cuda.MemoryPool, or an RmmPool after use_rmm()
 _limit: int | None = None  # bytes of arrowdev buffers allowed alive at once (set_limit)
 _stats = {"bytes_in_use": 0, "peak_bytes": 0, "allocations": 0, "frees": 0, "pinned_bytes_in_use": 0}
-_watch: list[tuple[Any, tuple]] = []  # (event, objects kept alive until it fires)
+_watch: list[tuple[Any, tuple]] = []  # (event, objects kept alive until it fires), oldest first
+_SWEEP_EVERY = 64  # keep_until asks every watched event only this often (see keep_until)
+_calls_since_sweep = 0
 
 
 def in_use() -> bool:
@@ -125,8 +127,12 @@ class DeviceBuffer:
         cp = runtime.cupy()
         self.size = 0  # nothing to give back if the allocation fails
         _check_limit(nbytes)
-        with cp.cuda.Device(device_id), stream:
-            self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
+        if cp.cuda.runtime.getDevice() == device_id:  # a device switch costs more than asking
+            with stream:
+                self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
+        else:
+            with cp.cuda.Device(device_id), stream:
+                self._mem = pool().malloc(max(nbytes, 1))
         self.ptr, self.size, self.device_id = self._mem.ptr, nbytes, device_id
         _account(nbytes)
 
@@ -152,18 +158,38 @@ class PinnedBuffer:
 
 
 def keep_until(event: Any, *objects: Any) -> None:
-    """Keeps ``objects`` (staging buffers, sources) alive until ``event`` (a CuPy event) fires."""
+    """Keeps ``objects`` (staging buffers, sources) alive until ``event`` (a CuPy event) fires.
+
+    Each call also drops what earlier calls held for events that fired: those at the front of the list,
+    up to the first still pending (work queued on one stream finishes in order), and every
+    ``_SWEEP_EVERY`` calls all of them (events of other streams). Asking every event on every call cost
+    a query per event queued and not yet run: calls queued back to back slowed down as the GPU fell behind.
+    """
+    global _calls_since_sweep
     with _lock:
         _watch.append((event, objects))
-    release_finished()
+        _calls_since_sweep += 1
+        sweep = _calls_since_sweep >= _SWEEP_EVERY
+    if sweep:
+        release_finished()
+        return
+    with _lock:
+        fired = 0
+        while fired < len(_watch) and _watch[fired][0].done:
+            fired += 1
+        dropped = _watch[:fired]
+        del _watch[:fired]
+    del dropped  # dropped outside the lock: buffers' __del__ takes it
 
 
 def release_finished() -> None:
     """Drops what :func:`keep_until` held for events that have fired."""
-    with _lock:
-        finished = [objs for e, objs in _watch if e.done]
-        _watch[:] = [(e, objs) for e, objs in _watch if not e.done]
-    del finished  # dropped outside the lock: buffers' __del__ takes it
+    global _calls_since_sweep
+    with _lock:  # each event asked once: asked twice, an entry that fired in between would be dropped here
+        states = [(e.done, e, objs) for e, objs in _watch]
+        _watch[:] = [(e, objs) for done, e, objs in states if not done]
+        _calls_since_sweep = 0
+    del states  # what fired is dropped outside the lock: buffers' __del__ takes it
 
 
 def memory_stats() -> dict[str, int]:

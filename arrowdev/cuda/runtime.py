@@ -20,6 +20,7 @@ from ..errors import DeviceUnavailableError, InvalidArrowError
 
 _lock = threading.Lock()
 _streams: dict[int, Any] = {}
+_free_events: dict[int, list[Any]] = {}  # device id -> CuPy events no array holds (SyncEvent)
 
 
 _cupy: Any = None  # the cupy module, once it has been found usable (it is asked for on every GPU call)
@@ -105,6 +106,10 @@ def stream_for(device_id: int, stream: Any = None) -> Any:
     """The stream arrowdev's work on ``device_id`` goes to: the caller's (a CuPy stream, an object
     with ``__cuda_stream__`` or a raw ``cudaStream_t`` int), else one non-blocking stream per
     device, made on first use."""
+    if stream is None:
+        made = _streams.get(device_id)  # the common case, without the lock
+        if made is not None:
+            return made
     cp = cupy()
     if stream is not None:
         return stream if isinstance(stream, cp.cuda.Stream) else external_stream(stream, device_id)
@@ -122,10 +127,9 @@ def _event_handles(events: Iterable[int]) -> list[int]:
 
 def wait_on_events(stream: Any, events: Iterable[int]) -> None:
     """Makes ``stream`` wait for every producer event (``cudaEvent_t*``) before later work."""
-    runtime = cupy().cuda.runtime
     for handle in _event_handles(events):
         if handle:
-            _on_event(handle, runtime.streamWaitEvent, stream.ptr, handle, 0)
+            _on_event(handle, cupy().cuda.runtime.streamWaitEvent, stream.ptr, handle, 0)
 
 
 def synchronize_events(events: Iterable[int]) -> None:
@@ -147,16 +151,32 @@ def _on_event(handle: int, call: Any, *args: Any) -> None:
 
 class SyncEvent:
     """An event recorded on a stream after the work that produces an array, and the memory
-    holding its handle: ``address`` is the ``cudaEvent_t*`` to put in ``ArrowDeviceArray.sync_event``."""
+    holding its handle: ``address`` is the ``cudaEvent_t*`` to put in ``ArrowDeviceArray.sync_event``.
 
-    __slots__ = ("event", "_handle")
+    Events are reused: when a SyncEvent goes (the array holding it was released by every consumer), its
+    event returns to a free list of its device and is recorded again by a later SyncEvent. A wait queued on
+    it before (``cudaStreamWaitEvent``) keeps the recording it saw; one who still watches the CuPy event
+    (``memory.keep_until``) sees a later recording, so holds its objects longer, never shorter."""
+
+    __slots__ = ("event", "device_id", "_handle")
 
     def __init__(self, stream: Any, device_id: int) -> None:
         cp = cupy()
-        with cp.cuda.Device(device_id):  # an event belongs to the device it is made on: the stream's
-            self.event = cp.cuda.Event(disable_timing=True)
-            self.event.record(stream)
-        self._handle = ctypes.c_void_p(self.event.ptr)
+        try:
+            event = _free_events[device_id].pop()  # list.pop is atomic: no lock needed
+        except (KeyError, IndexError):
+            event = None
+        if event is None:
+            with cp.cuda.Device(device_id):  # an event belongs to the device it is made on: the stream's
+                event = cp.cuda.Event(disable_timing=True)
+        event.record(stream)
+        self.event, self.device_id = event, device_id
+        self._handle = ctypes.c_void_p(event.ptr)
+
+    def __del__(self) -> None:
+        free = _free_events.setdefault(self.device_id, [])
+        if len(free) < 1024:
+            free.append(self.event)
 
     @property
     def address(self) -> int:

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ..cuda import runtime
 from ..types import DataType
-from . import codegen
+from . import codegen, string_results as results
 from .inputs import Input
 from .memory import Memory
 from .output import ChunkOutput
@@ -25,8 +26,6 @@ def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, An
     n = inputs[0].held.length
     nullable = [x for x in inputs if x.has_validity]
     if mem.gpu:
-        from ..cuda import runtime
-
         runtime.wait_on_events(mem.stream, [x.held.sync_event for x in inputs])
     share = plan.spec.null_mode == NullMode.PROPAGATE and len(nullable) == 1 and not plan.spec.flags
     output = ChunkOutput(mem, plan, n, nullable[0].held.offset % 8 if share else 0)
@@ -39,8 +38,6 @@ def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, An
 
 def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput) -> Any:
     """Launches the kernel once, or (string arena) until the arena held everything; returns the arena."""
-    from . import string_results as results
-
     n = output.n
     input_args: list[Any] = []
     for x in inputs:

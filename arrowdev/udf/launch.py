@@ -2,8 +2,8 @@
 
 A kernel's :class:`~.spec.KernelSpec` fixes every argument type, so each kernel is specialised
 once (numba types the arguments and links the code on the first launch) and every later launch
-skips numba's per-call work: arguments are laid out as numba lays them out and handed to cuda.core's
-``launch``. Device arrays are :class:`DeviceView` s (address, length, dtype, owner) rather than numba
+skips numba's per-call work: arguments are packed as numba lays them out into one parameter block and
+handed to the driver's ``cuLaunchKernel`` (cuda-python). Device arrays are :class:`DeviceView` s (address, length, dtype, owner) rather than numba
 device arrays, which are slow to make (numba checks the CUDA context for each one); they become numba
 arrays only when numba itself launches. docs/udf.md has the measured host time per call.
 """
@@ -18,16 +18,14 @@ from typing import Any
 import numpy as np
 
 from ..cuda import runtime
-from ..errors import DeviceUnavailableError
-from . import deps, nrt
+from . import nrt
 
 THREADS = 256
 NUMBA_MIN_GRID = 128  # numba-cuda's launch warns below this many blocks (NumbaPerformanceWarning)
 _lock = threading.Lock()
 _specialized: dict[Any, Any] = {}  # kernel -> numba dispatcher specialised to its one signature
-_direct: dict[tuple[Any, int], tuple[Any, list[Any]]] = {}  # (specialised, device id) -> (function, packers)
-_streams: dict[int, Any] = {}  # stream handle -> cuda.core Stream over it (not owning)
-_configs: dict[int, Any] = {}  # grid size -> cuda.core LaunchConfig
+_direct: dict[tuple[Any, int], _DirectEntry] = {}  # (specialised, device id) -> how to launch it directly
+_driver: Any = None  # cuda.bindings.driver, imported with the first direct launch
 
 
 class DeviceView:
@@ -120,9 +118,9 @@ def _specialize_cached(kernel: Any, args: list[Any]) -> Any:
 
 
 def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: int, args: list[Any]) -> bool:
-    """Launches through cuda.core with the arguments packed as numba packs them (an array: meminfo,
-    parent, size, itemsize, data, shape, stride; an integer: its C type). False, launching nothing,
-    when an argument is not of that form (numba then launches)."""
+    """Launches with the driver's ``cuLaunchKernel``, the arguments packed as numba packs them (an array:
+    meminfo, parent, size, itemsize, data, shape, stride; an integer: its C type) into this thread's
+    parameter block. False, launching nothing, when an argument is not of that form (numba then launches)."""
     entry = _direct.get((specialized, device_id))
     if entry is None:
         from numba import cuda
@@ -131,65 +129,86 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
             entry = _direct_entry(specialized)
         with _lock:
             _direct[(specialized, device_id)] = entry
-    function, packers = entry
-    packed: list[Any] = []
-    for pack, value in zip(packers, args):
-        if pack is DeviceView:
-            if not isinstance(value, DeviceView):
+    if entry.layout is None:
+        return False
+    flat: list[Any] = []
+    for is_array, value in zip(entry.arrays, args):
+        if is_array:
+            if type(value) is not DeviceView:
                 return False
             size, item = value.size, value.dtype.itemsize
-            packed += [0, 0, size, item, value.ptr, size, item]
-        elif pack is None:
-            return False
+            flat += (0, 0, size, item, value.ptr, size, item)
         else:
-            packed.append(pack(value))
-    core = _core or _import_core()
-    stream = _streams.get(stream_ptr)
-    if stream is None:
-        with _lock:
-            if len(_streams) > 64:  # user streams come and go: keep the cache small
-                _streams.clear()
-            stream = _streams[stream_ptr] = core.Stream.from_handle(stream_ptr)
-    config = _configs.get(blocks)
-    if config is None:
-        config = _configs[blocks] = core.LaunchConfig(grid=blocks, block=THREADS)
-    cupy = runtime.cupy()
-    if cupy.cuda.runtime.getDevice() == device_id:
-        core.launch(stream, config, function, *packed)
+            flat.append(value)
+    block, params = entry.layout.block()
+    entry.layout.packer.pack_into(block, 0, *flat)
+    if runtime.cupy().cuda.runtime.getDevice() == device_id:
+        err = _driver.cuLaunchKernel(entry.function, blocks, 1, 1, THREADS, 1, 1, 0, stream_ptr, params, 0)[0]
     else:  # the launch goes to the current context: make it the device's
-        with cupy.cuda.Device(device_id):
-            core.launch(stream, config, function, *packed)
+        with runtime.cupy().cuda.Device(device_id):
+            err = _driver.cuLaunchKernel(entry.function, blocks, 1, 1, THREADS, 1, 1, 0, stream_ptr, params, 0)[0]
+    if err != _driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuLaunchKernel failed: {err.name}")
     return True
 
 
-_core: Any = None
+class _ParamLayout:
+    """A kernel's parameters as one C-laid-out block (``struct`` format ``fmt``, native alignment) and the
+    ``void*[]`` of their addresses that ``cuLaunchKernel`` reads; one block per thread (the driver copies the
+    parameters during the call, so a thread reuses its block)."""
+
+    def __init__(self, fmt: str) -> None:
+        import struct
+
+        self.packer = struct.Struct(fmt)
+        codes = fmt[1:]
+        self.offsets = [struct.calcsize("@" + codes[:i + 1]) - struct.calcsize("@" + codes[i]) for i in range(len(codes))]
+        self._local = threading.local()
+
+    def block(self) -> tuple[Any, int]:
+        """(this thread's parameter block, address of its ``void*[]``)."""
+        made = getattr(self._local, "made", None)
+        if made is None:
+            raw = ctypes.create_string_buffer(max(self.packer.size, 8))
+            base = ctypes.addressof(raw)
+            pointers = (ctypes.c_void_p * len(self.offsets))(*[base + off for off in self.offsets])
+            made = self._local.made = (raw, ctypes.addressof(pointers), pointers)
+        return made[0], made[1]
 
 
-def _import_core() -> Any:
-    """cuda.core, imported once (an import inside the launch path costs a microsecond per name)."""
-    global _core
-    try:
-        import cuda.core
-    except ImportError as e:
-        raise DeviceUnavailableError(f"launching UDF kernels needs cuda-core: {deps.CUDA_EXTRA} ({e})") from None
+class _DirectEntry:
+    """What a direct launch of one specialised kernel needs: the driver's kernel handle, which arguments are
+    arrays, and the parameter layout (None where an argument is of a form only numba can pass)."""
 
-    _core = cuda.core
-    return _core
+    __slots__ = ("function", "arrays", "layout")
+
+    def __init__(self, function: int, arrays: list[bool], layout: _ParamLayout | None) -> None:
+        self.function, self.arrays, self.layout = function, arrays, layout
 
 
-def _direct_entry(specialized: Any) -> tuple[Any, list[Any]]:
-    """(cuda.core kernel in the current context, one packer per argument: DeviceView for a 1-D
-    C-contiguous array, a ctypes type for an integer, None for what only numba can pass)."""
+def _direct_entry(specialized: Any) -> _DirectEntry:
+    """The direct launch of ``specialized`` in the current context: each argument a 1-D C-contiguous array
+    (seven 8-byte fields) or an integer of its C type; a layout of None for anything else."""
+    global _driver
     from numba.core import types
 
+    if _driver is None:
+        _driver = runtime.driver()
     compiled = next(iter(specialized.overloads.values()))
     compiled.bind()  # what numba does before a first launch in a context (module globals, NRT memsys)
-    packers: list[Any] = []
+    fmt, arrays = "@", []
     for ty in compiled.argument_types:
         if isinstance(ty, types.Array) and ty.ndim == 1 and ty.layout == "C":
-            packers.append(DeviceView)
-        elif isinstance(ty, types.Integer):
-            packers.append(getattr(ctypes, f"c_{ty}"))
+            fmt += "QQqqQqq"
+            arrays.append(True)
+        elif isinstance(ty, types.Integer) and str(ty) in _INT_CODES:
+            fmt += _INT_CODES[str(ty)]
+            arrays.append(False)
         else:
-            packers.append(None)
-    return compiled._codelibrary.get_cufunc().kernel, packers
+            return _DirectEntry(0, [], None)
+    kernel = compiled._codelibrary.get_cufunc().kernel  # a cuda.core Kernel: its handle is a CUkernel
+    return _DirectEntry(int(kernel.handle), arrays, _ParamLayout(fmt))
+
+
+_INT_CODES = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
+              "uint64": "Q"}

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..cuda import runtime
+from ..cuda.memory import DeviceBuffer
 from ..types import Device
 from .launch import DeviceView, launch
 
@@ -24,8 +26,6 @@ class Memory:
         self.device = device
         self.gpu = device.type in ("cuda", "cuda_managed")
         if self.gpu:
-            from ..cuda import runtime
-
             self.cp = runtime.cupy()
             self.stream = runtime.stream_for(device.id, stream)
 
@@ -61,8 +61,6 @@ class Memory:
         """(kernel array, address, keep-alive) of a new buffer of ``count`` elements."""
         nbytes = count * np.dtype(dtype).itemsize
         if self.gpu:
-            from ..cuda.memory import DeviceBuffer
-
             buf = DeviceBuffer(nbytes, self.device.id, self.stream)
             return self.view(buf.ptr, count, dtype, buf), buf.ptr, buf
         array = np.empty(max(count, 1), dtype=dtype)

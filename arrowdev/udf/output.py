@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 
 from .. import _capsules
+from ..cuda import memory as device_memory, runtime
 from ..types import DataType
+from . import string_results as results
 from .memory import Memory
 from .plan import Plan
 from .spec import Kind, NullMode
@@ -54,8 +56,6 @@ class ChunkOutput:
     def assemble_values(self, arena: Any) -> None:
         """The value buffers of the Arrow array, from what the kernel wrote (``arena``: the launch's string
         arena or None)."""
-        from . import string_results as results
-
         plan, mem = self.plan, self.mem
         if plan.string_out is not None:
             self.arrow_type, self.buffers = results.build_string_output(
@@ -78,11 +78,9 @@ class ChunkOutput:
         mem, device = self.mem, self.mem.device
         event = None
         if mem.gpu:
-            from ..cuda import memory, runtime
-
             event = runtime.SyncEvent(mem.stream, device.id)
             self.keep.append(event)
-            memory.keep_until(event.event, self.scratch)
+            device_memory.keep_until(event.event, self.scratch)
         return _capsules.build(self.arrow_type, self.n, self.null_count, self.offset, [self.validity, *self.buffers], [],
                                device_type=device.code, device_id=device.id, keepalive=self.keep,
                                sync_event=event.address if event else None)

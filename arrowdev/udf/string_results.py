@@ -174,8 +174,8 @@ def build_string_output(string_type: str, mem: Any, n: int, out: Any, out_keep: 
         xp.cumsum(pairs[1::2], out=offsets[1:])
     total = _scalar(mem, offsets, n)
     large = string_type == "large_string" or total > STRING_LIMIT
-    data, data_address, data_keep = mem.new(max(total, 1), np.uint8)
-    _gather(mem, n, out, offsets, data, data_address)
+    _, data_address, data_keep = mem.new(max(total, 1), np.uint8)
+    _gather(mem, n, out, offsets, data_address)
     if not large:
         with _on_device(mem):
             offsets = offsets.astype(np.int32)
@@ -198,9 +198,10 @@ def _on_device(mem: Any) -> Any:
     return stack
 
 
-_GATHER_SOURCE = """
-def gather(n, pairs, offsets, data_address):
-    for i in range(n):
+# One row's bytes copied eight at a time (``strings/words.py``: whole aligned words, the first and last of
+# a row byte by byte where they share a word with the rows beside it); a loop of rows on the CPU, a thread per
+# row on a GPU.
+_GATHER_ROW = """
         size = pairs[2 * i + 1]
         view = make_view(pairs[2 * i], size)
         w = writer_at(data_address + offsets[i], size)
@@ -211,53 +212,35 @@ def gather(n, pairs, offsets, data_address):
             k += step
         write_finish(w)
 """
-# CUDA: a warp copies its 32 rows one after the other, a byte per lane, so each load and store of the warp
-# covers consecutive bytes (one or two memory transactions) instead of 32 scattered ones.
-_GATHER_SOURCE_CUDA = """
-def gather(n, pairs, offsets, data):
-    i = cuda.grid(1)
-    lane = i & 31
-    address, size, start = 0, 0, 0
-    if i < n:
-        address, size, start = pairs[2 * i], pairs[2 * i + 1], offsets[i]
-    for row in range(32):
-        if i - lane + row >= n:  # the same for the whole warp
-            break
-        row_address = cuda.shfl_sync(0xFFFFFFFF, address, row)
-        row_size = cuda.shfl_sync(0xFFFFFFFF, size, row)
-        row_start = cuda.shfl_sync(0xFFFFFFFF, start, row)
-        view = make_view(row_address, row_size)
-        k = lane
-        while k < row_size:
-            data[row_start + k] = byte_at(view, k)
-            k += 32
-"""
+_GATHER_SOURCE = {"cpu": "def gather(n, pairs, offsets, data_address):\n    for i in range(n):" + _GATHER_ROW,
+                  "cuda": "def gather(n, pairs, offsets, data_address):\n    i = cuda.grid(1)\n    if i < n:"
+                          + _GATHER_ROW}
 _gathers: dict[str, Any] = {}
 
 
-def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data: Any, data_address: int) -> None:
-    """Copies each row's bytes to its offset in the data buffer ``data`` (at ``data_address``): on a GPU a
-    warp per 32 rows, a byte per lane; on the CPU eight bytes at a time (``strings/words.py``)."""
+def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int) -> None:
+    """Copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time."""
     from . import cache
     from .strings import intrinsics
 
     target = "cuda" if mem.gpu else "cpu"
     if target not in _gathers:
         namespace = dict(intrinsics()[target])
+        namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
         if mem.gpu:
             from numba import cuda
 
-            namespace.update(cuda=cuda, __name__=__name__)
-            exec(compile(_GATHER_SOURCE_CUDA, "<arrowdev string gather>", "exec"), namespace)
-            _gathers[target] = cuda.jit(namespace["gather"])
+            namespace["cuda"] = cuda
+            compiler = cuda.jit
         else:
             import numba
 
-            namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
-            exec(compile(_GATHER_SOURCE, "<arrowdev string gather>", "exec"), namespace)
-            _gathers[target] = numba.njit(namespace["gather"])
-        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather", target)), target)
+            compiler = numba.njit
+        exec(compile(_GATHER_SOURCE[target], "<arrowdev string gather>", "exec"), namespace)
+        _gathers[target] = compiler(namespace["gather"])
+        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather 2", target)), target)
     if mem.gpu:
-        mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), data])
+        mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets),
+                                         np.int64(data_address)])
     else:
         _gathers[target](n, pairs, offsets, np.int64(data_address))

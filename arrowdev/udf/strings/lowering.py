@@ -391,7 +391,7 @@ def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, 
                              "chars_before": chars_before, "code_point_at": code_point_at, "in_ranges": in_ranges,
                              "find_byte": find_byte, "rfind_byte": rfind_byte, "matches_at": matches_at,
                              "_width_of": _width_of, "SPACE_CHAR": Utf8Constant(" ")}
-    for name in ("UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "UPPER_BLOCKS", "LOWER_BLOCKS", "TITLE_BLOCKS", "SPACE", "UPPER", "LOWER", "CASED", "CASE_IGNORABLE",
+    for name in ("UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "UPPER_INDEX", "LOWER_INDEX", "TITLE_INDEX", "SPACE", "UPPER", "LOWER", "CASED", "CASE_IGNORABLE",
                  "DECIMAL"):
         names[name] = Table(name, getattr(tables, name))
     names["POW10"] = Table("POW10", _powers_of_ten(), floats=True)

@@ -31,7 +31,7 @@ from .parsing import (  # noqa: F401 - bound with the rest by bind()
 BOUND = ("byte_at", "size_of", "new_string", "set_byte", "substring", "fail_row", "view_of", "chars_before",
          "writer_of", "write_bytes", "write_finish", "load_bytes", "ascii_prefix", "ascii_case",
          "code_point_at", "in_ranges", "find_byte", "rfind_byte", "matches_at", "_width_of", "fused_multiply_add",
-         "POW10", "SPACE_CHAR", "UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "UPPER_BLOCKS", "LOWER_BLOCKS", "TITLE_BLOCKS", "SPACE", "UPPER", "LOWER", "CASED",
+         "POW10", "SPACE_CHAR", "UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "UPPER_INDEX", "LOWER_INDEX", "TITLE_INDEX", "SPACE", "UPPER", "LOWER", "CASED",
          "CASE_IGNORABLE", "DECIMAL")
 
 HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "writer", "_mapped_size": "int64",
@@ -78,33 +78,26 @@ def _fill(w, code, times):
     return w
 
 
-def _row_of(code, table, blocks):
-    """Row of ``code`` in a (code, m1, m2, m3) mapping table, or -1: a binary search of the rows of its
-    block of 128 code points (``unicode_tables._blocks``)."""
+def _row_of(code, index):
+    """Row of ``code`` in a (code, m1, m2, m3) mapping table, or -1, from the table's direct index
+    (``unicode_tables._index``): two loads."""
     block = code >> 7
-    if block >= len(blocks) - 1:
+    if block >= index[0]:
         return -1
-    low, high = blocks[block], blocks[block + 1] - 1
-    while low <= high:
-        middle = (low + high) // 2
-        key = table[4 * middle]
-        if code < key:
-            high = middle - 1
-        elif code > key:
-            low = middle + 1
-        else:
-            return middle
-    return -1
+    start = index[1 + block]
+    if start < 0:
+        return -1
+    return index[start + (code & 127)]
 
 
 def _mapped_row(code, which):
     """Row of ``code`` in mapping table ``which`` (1 upper, 2 lower, 3 title; 0: no mapping), or -1."""
     if which == 1:
-        return _row_of(code, UPPER_MAP, UPPER_BLOCKS)
+        return _row_of(code, UPPER_INDEX)
     if which == 2:
-        return _row_of(code, LOWER_MAP, LOWER_BLOCKS)
+        return _row_of(code, LOWER_INDEX)
     if which == 3:
-        return _row_of(code, TITLE_MAP, TITLE_BLOCKS)
+        return _row_of(code, TITLE_INDEX)
     return -1
 
 

@@ -1,0 +1,87 @@
+"""Probe (GPU): host microseconds of each part of a numeric UDF call (``x * 2 + 1`` on float64), each part
+timed alone in a loop at steady state (mean of many calls), beside the whole ``apply`` and CuPy's
+``x * 2 + 1``. The parts are the steps of udf/apply.py -> execute.py -> output.py, called as they call them.
+
+    bash .gpu-wheels/run.sh python3 benchmarks/probes/udf_call_parts.py [--rows N]
+"""
+import argparse
+import time
+
+import cupy as cp
+import numpy as np
+
+import arrowdev as ad
+from arrowdev import _capsules, _chunked
+from arrowdev.cuda import memory as cuda_memory, runtime
+from arrowdev.udf import chunks, launch, plan as udf_plan
+from arrowdev.udf.apply import run_chunk
+from arrowdev.udf.execute import run_plan
+from arrowdev.udf.inputs import Input
+from arrowdev.udf.memory import Memory
+from arrowdev.udf.output import ChunkOutput
+from arrowdev.udf.spec import Target
+
+
+def per_call(fn, calls):
+    fn()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def device_context():
+    with cp.cuda.Device(0):
+        pass
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=10**7)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    x = cp.arange(args.rows, dtype=cp.float64)
+    col = ad.column(x)
+    f = lambda v: v * 2 + 1  # noqa: E731
+    stream = runtime.stream_for(0)
+    col.apply(f)
+    device = col.device
+    held = _chunked.chunks(col)[0]
+    inputs = [Input(col.type, held, 0)]
+    mem = Memory(device)
+    plan = udf_plan.plan_for(f, inputs, Target.CUDA, False, None, None, "string")
+    out = ChunkOutput(mem, plan, args.rows, 0)
+    kargs = [out.pad, out.values, out.flags, np.int64(0), *inputs[0].kernel_args(mem, args.rows)]
+    event = runtime.SyncEvent(stream, 0)
+    parts = {
+        "whole col.apply": lambda: col.apply(f),
+        "run_chunk": lambda: run_chunk(f, inputs, device, False, None),
+        "run_plan": lambda: run_plan(plan, inputs, mem),
+        "Memory(device)": lambda: Memory(device),
+        "plan_for (kept)": lambda: udf_plan.plan_for(f, inputs, Target.CUDA, False, None, None, "string"),
+        "chunks.of + aligned_segments": lambda: chunks.aligned_segments([chunks.of(col)]),
+        "Input(...)": lambda: Input(col.type, held, 0),
+        "wait_on_events (1 event)": lambda: runtime.wait_on_events(stream, [event.address]),
+        "DeviceBuffer(8 B/row)": lambda: cuda_memory.DeviceBuffer(8 * args.rows, 0, stream),
+        "ChunkOutput(...)": lambda: ChunkOutput(mem, plan, args.rows, 0),
+        "kernel_args": lambda: inputs[0].kernel_args(mem, args.rows),
+        "launch.launch (direct)": lambda: launch.launch(plan.kernel, args.rows, kargs, stream.ptr, 0),
+        "SyncEvent": lambda: runtime.SyncEvent(stream, 0),
+        "keep_until + release_finished": lambda: cuda_memory.keep_until(event.event, [held]),
+        "_capsules.build": lambda: _capsules.build(col.type, args.rows, 0, 0, [0, out.values_ptr], [],
+                                                  device_type=device.code, device_id=0, keepalive=[out.values_keep]),
+        "ArrowColumn(dtype, [held])": lambda: type(col)(col.type, [held]),
+        "cupy x * 2 + 1": lambda: x * 2 + 1,
+        "cupy empty": lambda: cp.empty(args.rows, dtype=cp.float64),
+        "cp.cuda.Device(0) enter/exit": device_context,
+        "cudaGetDevice": lambda: cp.cuda.runtime.getDevice(),
+    }
+    with stream:
+        for name, fn in parts.items():
+            us = per_call(fn, args.calls)
+            stream.synchronize()
+            print(f"{name:34s} {us:8.2f} us/call", flush=True)
+
+
+if __name__ == "__main__":
+    main()
