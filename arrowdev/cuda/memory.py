@@ -31,9 +31,9 @@ _calls_since_sweep = 0
 
 
 def in_use() -> bool:
-    """True once arrowdev's device memory has been used in this process (its pool exists): callers that
-    only count must not start CUDA."""
-    return _pool is not None
+    """True once arrowdev's device memory has been used in this process (its pool exists, or objects wait
+    on GPU events: a test may have reset the pool): callers that only count must not start CUDA."""
+    return _pool is not None or bool(_watch)
 
 
 def pool() -> Any:
