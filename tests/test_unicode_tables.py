@@ -84,3 +84,20 @@ def test_case_tables_are_what_the_generator_makes():
     assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
     for name, function in gen_unicode_tables.MAPPINGS.items():
         assert getattr(unicode_tables, name) == tuple(gen_unicode_tables.mapping(function)), name
+
+
+@pytest.mark.parametrize("name", ["UPPER", "LOWER", "TITLE"])
+def test_case_map_indexes_find_every_row_and_nothing_else(name):
+    """The direct index of a case map (two loads in compiled code) gives each code point's row, -1 where none."""
+    from arrowdev.udf.strings import unicode_tables
+
+    mapping, index = getattr(unicode_tables, f"{name}_MAP"), getattr(unicode_tables, f"{name}_INDEX")
+    rows = {code: row for row, code in enumerate(mapping[0::4])}
+
+    def row_of(code):  # what operations._row_of computes
+        block = code >> 7
+        if block >= index[0] or index[1 + block] < 0:
+            return -1
+        return index[index[1 + block] + (code & 127)]
+
+    assert [row_of(code) for code in range(0x110000)] == [rows.get(code, -1) for code in range(0x110000)]
