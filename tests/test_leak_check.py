@@ -66,3 +66,46 @@ def test_leak_check_counts_nrt_when_nrt_ran():
         print("ok", counts["NRT allocations"], counts["NRT MemInfos"])
     """, {"NUMBA_CUDA_ENABLE_NRT": "1", "NUMBA_CUDA_NRT_STATS": "1"})
     assert out.split() == ["ok", "0", "0"]
+
+
+class _Event:
+    """Stands for a CuPy event in arrowdev.cuda.memory's watch list: all it reads is ``done``."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+
+def test_what_waits_on_events_goes_once_they_fire_front_first_and_all_at_each_sweep(monkeypatch):
+    """keep_until drops, on each call, the held objects of the fired events at the front of its list (work on one
+    stream finishes in order), and every _SWEEP_EVERY calls those of every fired event; while anything waits,
+    memory.in_use() is true, so the leak check drains the list even after a test reset the pool."""
+    import weakref
+
+    from arrowdev.cuda import memory
+
+    class Held:
+        pass
+
+    monkeypatch.setattr(memory, "_watch", [])
+    monkeypatch.setattr(memory, "_pool", None)
+    monkeypatch.setattr(memory, "_calls_since_sweep", 0)
+    front, blocker, behind = _Event(), _Event(), _Event()
+    objects = [Held(), Held(), Held()]
+    alive = [weakref.ref(o) for o in objects]
+    for event, obj in zip((front, blocker, behind), objects):
+        memory.keep_until(event, obj)
+    del objects, obj
+    assert memory.in_use()
+    behind.done = True  # fired, but behind a pending event
+    memory.keep_until(_Event())
+    assert [ref() is None for ref in alive] == [False, False, False]
+    front.done = True  # the front fired: it goes; `behind` still waits behind `blocker`
+    memory.keep_until(_Event())
+    assert [ref() is None for ref in alive] == [True, False, False]
+    calls = memory._calls_since_sweep
+    for _ in range(memory._SWEEP_EVERY - calls - 1):
+        memory.keep_until(_Event())
+    assert alive[2]() is not None  # no sweep yet
+    memory.keep_until(_Event())  # the sweep: every fired event's objects go
+    assert [ref() is None for ref in alive] == [True, False, True]
+    assert len(memory._watch) == memory._SWEEP_EVERY - 2  # one entry per call, less the two that fired

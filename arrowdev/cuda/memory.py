@@ -124,15 +124,10 @@ class DeviceBuffer:
     __slots__ = ("ptr", "size", "device_id", "_mem", "__weakref__")
 
     def __init__(self, nbytes: int, device_id: int, stream: Any) -> None:
-        cp = runtime.cupy()
         self.size = 0  # nothing to give back if the allocation fails
         _check_limit(nbytes)
-        if cp.cuda.runtime.getDevice() == device_id:  # a device switch costs more than asking
-            with stream:
-                self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
-        else:
-            with cp.cuda.Device(device_id), stream:
-                self._mem = pool().malloc(max(nbytes, 1))
+        with runtime.on_device(device_id), stream:
+            self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
         self.ptr, self.size, self.device_id = self._mem.ptr, nbytes, device_id
         _account(nbytes)
 

@@ -10,6 +10,7 @@ handle. :func:`wait_on_events` makes a stream wait on them before arrowdev's wor
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 from typing import Any, Iterable
@@ -102,6 +103,13 @@ def external_stream(handle: Any, device_id: int) -> Any:
         return cp.cuda.Stream.from_external(source)
 
 
+def on_device(device_id: int) -> Any:
+    """A context in which ``device_id`` is the current device: a null context when it already is (asking
+    costs less than CuPy's switch and switch back, on paths taken once per UDF call)."""
+    cp = cupy()
+    return contextlib.nullcontext() if cp.cuda.runtime.getDevice() == device_id else cp.cuda.Device(device_id)
+
+
 def stream_for(device_id: int, stream: Any = None) -> Any:
     """The stream arrowdev's work on ``device_id`` goes to: the caller's (a CuPy stream, an object
     with ``__cuda_stream__`` or a raw ``cudaStream_t`` int), else one non-blocking stream per
@@ -174,6 +182,8 @@ class SyncEvent:
         self._handle = ctypes.c_void_p(event.ptr)
 
     def __del__(self) -> None:
+        if _free_events is None:  # the interpreter is shutting down
+            return
         free = _free_events.setdefault(self.device_id, [])
         if len(free) < 1024:
             free.append(self.event)

@@ -3,8 +3,8 @@
 A kernel's :class:`~.spec.KernelSpec` fixes every argument type, so each kernel is specialised
 once (numba types the arguments and links the code on the first launch) and every later launch
 skips numba's per-call work: arguments are packed as numba lays them out into one parameter block and
-handed to the driver's ``cuLaunchKernel`` (cuda-python). Device arrays are :class:`DeviceView` s (address, length, dtype, owner) rather than numba
-device arrays, which are slow to make (numba checks the CUDA context for each one); they become numba
+handed to the driver's ``cuLaunchKernel`` (cuda-python). Device arrays are :class:`DeviceView` s (address,
+length, dtype, owner) rather than numba device arrays, which are slow to make (numba checks the CUDA context for each one); they become numba
 arrays only when numba itself launches. docs/udf.md has the measured host time per call.
 """
 
@@ -142,13 +142,11 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
             flat.append(value)
     block, params = entry.layout.block()
     entry.layout.packer.pack_into(block, 0, *flat)
-    if runtime.cupy().cuda.runtime.getDevice() == device_id:
+    with runtime.on_device(device_id):  # the launch goes to the current context: the device's
         err = _driver.cuLaunchKernel(entry.function, blocks, 1, 1, THREADS, 1, 1, 0, stream_ptr, params, 0)[0]
-    else:  # the launch goes to the current context: make it the device's
-        with runtime.cupy().cuda.Device(device_id):
-            err = _driver.cuLaunchKernel(entry.function, blocks, 1, 1, THREADS, 1, 1, 0, stream_ptr, params, 0)[0]
     if err != _driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuLaunchKernel failed: {err.name}")
+        raise RuntimeError(f"expected the UDF kernel to launch on device {device_id} ({blocks} blocks of "
+                           f"{THREADS} threads), but cuLaunchKernel returned {err.name}")
     return True
 
 

@@ -238,7 +238,7 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int) -> No
             compiler = numba.njit
         exec(compile(_GATHER_SOURCE[target], "<arrowdev string gather>", "exec"), namespace)
         _gathers[target] = compiler(namespace["gather"])
-        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather 2", target)), target)
+        _gathers[target]._cache = cache.KernelCache(cache.fixed_key(("string gather", target)), target)
     if mem.gpu:
         mem.launch(_gathers[target], n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets),
                                          np.int64(data_address)])
