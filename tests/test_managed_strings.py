@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import random
 
 import pyarrow as pa
 import pytest
@@ -214,6 +215,57 @@ def test_meminfos_are_balanced_and_released_with_the_output(device, monkeypatch)
             gc.collect()
     stats = results.managed_string_stats()
     assert stats["meminfos_made"] == stats["meminfos_released"] and stats["arenas_live"] == 0
+
+
+def _branchy(s):
+    """Allocates one, two or one strings of different sizes in three branches: on a GPU the lanes of a warp
+    claim their blocks under different active masks."""
+    if len(s) % 3 == 0:
+        return s * 2
+    if len(s) % 3 == 1:
+        return s.upper() + "x"
+    return "é" + s
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("output", OUTPUT_TYPES)
+def test_strings_made_in_divergent_branches_get_blocks_of_their_own(device, output, monkeypatch):
+    """Every block claimed where only some lanes of a warp allocate lies where the arena walk expects it
+    (blocks packed, none overlapping: the walk counts them all with their counts at one) and holds its own
+    row's bytes; rows of every length from 0 to 40 bytes, a count of rows that is no multiple of 32, a slice
+    at an odd offset."""
+    monkeypatch.setattr(results, "check_meminfos", True)
+    rng = random.Random(7)
+    alphabet = "abcXYZ é日🎉"
+    values = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(41))) for _ in range(5003)]
+    values[17] = None
+    col = on(device, pa.array(values))[3:]
+    made = results.managed_string_stats()["meminfos_made"]
+    out = col.apply(_branchy, string_type=output)
+    assert out.to_pylist() == reference(_branchy, values[3:])
+    expected = sum(2 if len(v) % 3 == 1 else 1 for v in values[3:] if v is not None)
+    assert results.managed_string_stats()["meminfos_made"] - made == expected
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("string_type", ["string", "large_string"])
+def test_gathered_output_has_every_row_where_its_offset_says(device, string_type):
+    """The gather that lays results out as an Arrow string array: rows of 0 to 70 bytes (many shorter than a
+    word, some spanning several), runs of empty and null rows, so rows meet at every byte of a word and a warp's
+    range starts and ends anywhere; the result equals Python's, buffer by buffer through PyArrow."""
+    rng = random.Random(11)
+    values = []
+    for k in range(4099):
+        size = rng.choice([0, 0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 70, rng.randrange(70)])
+        values.append(None if k % 97 == 5 else "".join(rng.choice("ab日") for _ in range(size)))
+    col = on(device, pa.array(values))
+    out = col.apply(lambda s: s + "", string_type=string_type)
+    expected = pa.array(reference(lambda s: s + "", values), type=getattr(pa, string_type)())
+    got = out.to_pyarrow()
+    got = got.combine_chunks() if isinstance(got, pa.ChunkedArray) else got
+    assert got.equals(expected)
+    total = sum(len(v.encode()) for v in values if v is not None)
+    assert got.buffers()[2].to_pybytes()[:total] == expected.buffers()[2].to_pybytes()[:total]
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -94,10 +94,16 @@ def test_case_map_indexes_find_every_row_and_nothing_else(name):
     mapping, index = getattr(unicode_tables, f"{name}_MAP"), getattr(unicode_tables, f"{name}_INDEX")
     rows = {code: row for row, code in enumerate(mapping[0::4])}
 
-    def row_of(code):  # what operations._row_of computes
+    def slot_of(code):  # what operations._slot_of computes
         block = code >> 7
         if block >= index[0] or index[1 + block] < 0:
             return -1
         return index[index[1 + block] + (code & 127)]
 
-    assert [row_of(code) for code in range(0x110000)] == [rows.get(code, -1) for code in range(0x110000)]
+    slots = [slot_of(code) for code in range(0x110000)]
+    assert [-1 if slot < 0 else slot & 0xFFFFF for slot in slots] == [rows.get(c, -1) for c in range(0x110000)]
+    for code, row in rows.items():  # the slot's size and single code point are the mapping's
+        mapped = "".join(chr(c) for c in mapping[4 * row + 1:4 * row + 4] if c)
+        slot = slots[code]
+        assert (slot >> 20) & 15 == len(mapped.encode()), hex(code)
+        assert slot >> 32 == (ord(mapped) if len(mapped) == 1 else 0), hex(code)

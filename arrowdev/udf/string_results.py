@@ -198,10 +198,11 @@ def _on_device(mem: Any) -> Any:
     return stack
 
 
-# One row's bytes copied eight at a time (``strings/words.py``: whole aligned words, the first and last of
-# a row byte by byte where they share a word with the rows beside it); a loop of rows on the CPU, a thread per
-# row on a GPU.
-_GATHER_ROW = """
+# CPU: a loop of rows, each row's bytes copied eight at a time (``strings/words.py``: whole aligned words,
+# the first and last of a row byte by byte where they share a word with the rows beside it).
+_GATHER_CPU = """
+def gather(n, pairs, offsets, data_address):
+    for i in range(n):
         size = pairs[2 * i + 1]
         view = make_view(pairs[2 * i], size)
         w = writer_at(data_address + offsets[i], size)
@@ -212,15 +213,64 @@ _GATHER_ROW = """
             k += step
         write_finish(w)
 """
-_GATHER_SOURCE = {"cpu": "def gather(n, pairs, offsets, data_address):\n    for i in range(n):" + _GATHER_ROW,
-                  "cuda": "def gather(n, pairs, offsets, data_address):\n    i = cuda.grid(1)\n    if i < n:"
-                          + _GATHER_ROW}
+# CUDA: a warp per 32 rows, whose bytes are one contiguous range of the data buffer. Each lane assembles
+# whole aligned 8-byte words of that range (lane k the words k, k + 32, ...) from the rows they overlap (a
+# binary search of the warp's offsets in shared memory), so every store is a full word and a warp's stores
+# are contiguous: a thread per row storing its own bytes made most stores partial words, byte by byte where
+# rows meet, and was bound by L2 store transactions. Only the range's first and last word, shared with the
+# warps beside it, are stored byte by byte.
+_GATHER_CUDA = """
+def gather(n, pairs, offsets, data_address):
+    i = cuda.grid(1)
+    lane = i & 31
+    first = i - lane
+    if first < n:
+        warp = cuda.threadIdx.x >> 5
+        starts = cuda.shared.array((WARPS, 33), np.int64)
+        sources = cuda.shared.array((WARPS, 32), np.int64)
+        rows = min(32, n - first)
+        if lane < rows:
+            starts[warp, lane] = offsets[first + lane]
+            sources[warp, lane] = pairs[2 * (first + lane)]
+        if lane == 0:
+            starts[warp, rows] = offsets[first + rows]  # where the warp's last row ends
+        cuda.syncwarp()
+        begin = data_address + starts[warp, 0]
+        end = data_address + starts[warp, rows]
+        word = (begin & ~7) + 8 * lane
+        while word < end:
+            p = max(word, begin) - data_address
+            stop = min(word + 8, end) - data_address
+            low, high = 0, rows
+            while high - low > 1:  # the row holding byte p: the last whose start is <= p
+                middle = (low + high) >> 1
+                if starts[warp, middle] <= p:
+                    low = middle
+                else:
+                    high = middle
+            value = 0
+            shift = p + data_address - word
+            at = p
+            while at < stop:
+                while starts[warp, low + 1] <= at:  # rows that end before this byte (empty ones)
+                    low += 1
+                take = min(stop, starts[warp, low + 1]) - at
+                piece = load_bytes(make_view(sources[warp, low] + at - starts[warp, low], take), 0, take)
+                value |= piece << (8 * (at - p + shift))
+                at += take
+            count = stop - p
+            w = writer_at(data_address + p, count)
+            write_finish(write_bytes(w, value >> (8 * shift), count))
+            word += 256
+"""
+_GATHER_SOURCE = {"cpu": _GATHER_CPU, "cuda": _GATHER_CUDA}
 _gathers: dict[str, Any] = {}
 
 
 def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int) -> None:
     """Copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time."""
     from . import cache
+    from .launch import THREADS
     from .strings import intrinsics
 
     target = "cuda" if mem.gpu else "cpu"
@@ -230,7 +280,7 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int) -> No
         if mem.gpu:
             from numba import cuda
 
-            namespace["cuda"] = cuda
+            namespace.update(cuda=cuda, np=np, WARPS=THREADS // 32)
             compiler = cuda.jit
         else:
             import numba

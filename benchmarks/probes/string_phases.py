@@ -54,12 +54,15 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--phases", action="store_true", help="also time each phase with syncs between")
+    parser.add_argument("--only", nargs="+", help="these UDFs only (by name: upper, concat, ...)")
     args = parser.parse_args()
     host = make_strings(args.rows)
     gcol = ad.column(host).to_device()
     stream = ad.cuda.runtime.stream_for(0)
     print(f"{len(host):,} strings on {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", flush=True)
     for name, udf, _ in NEW_STRINGS + READ_ONLY:
+        if args.only and not any(word in name for word in args.only):
+            continue
         gcol.apply(udf)
         cp.cuda.runtime.deviceSynchronize()
         whole = gpu_median(cp, stream, lambda: gcol.apply(udf), args.runs)

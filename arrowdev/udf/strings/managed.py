@@ -149,7 +149,8 @@ def _allocation_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
         """The cuDF design: NRT allocates MemInfo and bytes with device malloc; NRT's decref frees them."""
         alloc = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i8.as_pointer(), [i64, ir.IntType(32)]),
                                                "NRT_MemInfo_alloc_aligned")
-        meminfo = builder.call(alloc, [nbytes, ir.IntType(32)(8)])
+        padded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))  # writers store the last word whole
+        meminfo = builder.call(alloc, [padded, ir.IntType(32)(8)])
         out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
         failed = cgutils.is_null(builder, meminfo)
         readable = builder.select(failed, state, builder.bitcast(meminfo, i64.as_pointer()))  # never load via NULL
@@ -309,46 +310,50 @@ def _address_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
 
 def _warp_claim(builder: Any, counter: Any, total: Any) -> Any:
     """Claims ``total`` bytes from ``counter`` with one atomic add per warp instead of one per thread (a
-    single counter taking ten million atomics serialises on it): the active lanes share their sizes by
-    shuffles, the lowest lane adds the warp's sum, and each lane's block starts at that base plus the sizes
-    of the active lanes below it. Sizes travel as two 32-bit halves."""
+    single counter taking ten million atomics serialises on it): the active lanes (any subset: allocation
+    happens in divergent code) scan their sizes in five shuffle steps, each lane reading the active lane
+    ``d`` ranks below it (``fns``: the n-th set bit of the mask), the lowest adds the warp's sum, and each
+    lane's block starts at that base plus the sizes of the active lanes below it. Sizes travel as two
+    32-bit halves."""
     from llvmlite import ir
 
     from numba.cuda import cgutils
 
-    i32, i64 = ir.IntType(32), ir.IntType(64)
+    i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
     module = builder.module
     active_mask = ir.InlineAsm(ir.FunctionType(i32, []), "activemask.b32 $0;", "=r", side_effect=True)
+    # fns.b32 d, mask, base, offset: the lane of the |offset|-th set bit of mask counting down from base,
+    # base itself (always set here) the first: offset -(d + 1) is the active lane d ranks below
+    nth_below = ir.InlineAsm(ir.FunctionType(i32, [i32, i32, i32]), "fns.b32 $0, $1, $2, $3;", "=r,r,r,r")
     lane_id = cgutils.get_or_insert_function(module, ir.FunctionType(i32, []), "llvm.nvvm.read.ptx.sreg.laneid")
     # NVVM's shuffle: (mask, mode (0: from an indexed lane), value, lane, clamp) -> {value, in range}
     shuffle = cgutils.get_or_insert_function(
-        module, ir.FunctionType(ir.LiteralStructType((i32, ir.IntType(1))), [i32, i32, i32, i32, i32]),
+        module, ir.FunctionType(ir.LiteralStructType((i32, i1)), [i32, i32, i32, i32, i32]),
         "llvm.nvvm.shfl.sync.i32")
-    lowest = cgutils.get_or_insert_function(module, ir.FunctionType(i32, [i32, ir.IntType(1)]), "llvm.cttz.i32")
-
-    def shuffle32(mask, value, source):
-        return builder.extract_value(builder.call(shuffle, [mask, i32(0), value, source, i32(31)]), 0)
+    lowest = cgutils.get_or_insert_function(module, ir.FunctionType(i32, [i32, i1]), "llvm.cttz.i32")
+    highest = cgutils.get_or_insert_function(module, ir.FunctionType(i32, [i32, i1]), "llvm.ctlz.i32")
 
     def shuffle64(mask, value, source):
-        low = shuffle32(mask, builder.trunc(value, i32), source)
-        high = shuffle32(mask, builder.trunc(builder.lshr(value, i64(32)), i32), source)
+        def half(v):
+            return builder.extract_value(builder.call(shuffle, [mask, i32(0), v, source, i32(31)]), 0)
+
+        low, high = half(builder.trunc(value, i32)), half(builder.trunc(builder.lshr(value, i64(32)), i32))
         return builder.or_(builder.shl(builder.zext(high, i64), i64(32)), builder.zext(low, i64))
 
     mask, lane = builder.call(active_mask, []), builder.call(lane_id, [])
-    below, whole = cgutils.alloca_once_value(builder, i64(0)), cgutils.alloca_once_value(builder, i64(0))
-    with cgutils.for_range(builder, i32(32)) as loop:
-        other = loop.index
-        size = shuffle64(mask, total, other)
-        active = builder.icmp_unsigned("!=", builder.and_(builder.lshr(mask, other), i32(1)), i32(0))
-        counted = builder.select(active, size, i64(0))
-        builder.store(builder.add(builder.load(whole), counted), whole)
-        earlier = builder.icmp_unsigned("<", other, lane)
-        builder.store(builder.add(builder.load(below), builder.select(earlier, counted, i64(0))), below)
-    leader = builder.call(lowest, [mask, ir.Constant(ir.IntType(1), 1)])
+    inclusive = total
+    for step in (1, 2, 4, 8, 16):  # inclusive scan over the active lanes in rank order
+        source = builder.call(nth_below, [mask, lane, i32(-step - 1)])  # 0xffffffff when there is none
+        value = shuffle64(mask, inclusive, builder.and_(source, i32(31)))
+        has = builder.icmp_unsigned("!=", source, i32(0xFFFFFFFF))
+        inclusive = builder.add(inclusive, builder.select(has, value, i64(0)))
+    last = builder.sub(i32(31), builder.call(highest, [mask, i1(1)]))
+    whole = shuffle64(mask, inclusive, last)
+    leader = builder.call(lowest, [mask, i1(1)])
     base = cgutils.alloca_once_value(builder, i64(0))
     with builder.if_then(builder.icmp_unsigned("==", lane, leader)):
-        builder.store(builder.atomic_rmw("add", counter, builder.load(whole), "monotonic"), base)
-    return builder.add(shuffle64(mask, builder.load(base), leader), builder.load(below))
+        builder.store(builder.atomic_rmw("add", counter, whole, "monotonic"), base)
+    return builder.add(shuffle64(mask, builder.load(base), leader), builder.sub(inclusive, total))
 
 
 def register_casts(target: Any, copy_impl: Any) -> None:

@@ -34,11 +34,11 @@ BOUND = ("byte_at", "size_of", "new_string", "set_byte", "substring", "fail_row"
          "POW10", "SPACE_CHAR", "UPPER_MAP", "LOWER_MAP", "TITLE_MAP", "UPPER_INDEX", "LOWER_INDEX", "TITLE_INDEX", "SPACE", "UPPER", "LOWER", "CASED",
          "CASE_IGNORABLE", "DECIMAL")
 
-HELPERS = {"_row_of": "int64", "_utf8_size": "int64", "_put": "writer", "_mapped_size": "int64",
+HELPERS = {"_slot_of": "int64", "_utf8_size": "int64", "_put": "writer", "_mapped_size": "int64",
            "_write_mapped": "writer", "_final_sigma": "boolean", "_byte_of_char": "int64", "_previous": "int64",
            "_has_code": "boolean", "_strippable": "boolean", "_fill": "writer", "_copy": "writer",
            "_digit": "int64", "_skip_space": "int64", "_skip_space_back": "int64", "_case": "managed",
-           "_strip_bounds": "int64", "_to_int": "int64", "_to_float": "float64", "_stripped": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_row": "int64",
+           "_strip_bounds": "int64", "_to_int": "int64", "_to_float": "float64", "_stripped": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_slot": "int64",
            "_mapped_code": "int64", "_ascii_mapped": "int64", "_case_rule": "int64", "_case_size": "int64",
            "_ascii_run": "int64", "_scaled": "float64", "_subnormal": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
 
@@ -78,9 +78,9 @@ def _fill(w, code, times):
     return w
 
 
-def _row_of(code, index):
-    """Row of ``code`` in a (code, m1, m2, m3) mapping table, or -1, from the table's direct index
-    (``unicode_tables._index``): two loads."""
+def _slot_of(code, index):
+    """The slot of ``code`` in a case map's direct index (``unicode_tables._index``: its row, the UTF-8
+    size of its mapping, the mapped code point when it is one), or -1: two loads."""
     block = code >> 7
     if block >= index[0]:
         return -1
@@ -90,14 +90,14 @@ def _row_of(code, index):
     return index[start + (code & 127)]
 
 
-def _mapped_row(code, which):
-    """Row of ``code`` in mapping table ``which`` (1 upper, 2 lower, 3 title; 0: no mapping), or -1."""
+def _mapped_slot(code, which):
+    """Slot of ``code`` in mapping table ``which`` (1 upper, 2 lower, 3 title; 0: no mapping), or -1."""
     if which == 1:
-        return _row_of(code, UPPER_INDEX)
+        return _slot_of(code, UPPER_INDEX)
     if which == 2:
-        return _row_of(code, LOWER_INDEX)
+        return _slot_of(code, LOWER_INDEX)
     if which == 3:
-        return _row_of(code, TITLE_INDEX)
+        return _slot_of(code, TITLE_INDEX)
     return -1
 
 
@@ -122,23 +122,21 @@ def _mapped_size(code, which):
     """UTF-8 bytes of ``code`` mapped by table ``which`` (itself when unmapped)."""
     if code < 0x80:
         return 1
-    row = _mapped_row(code, which)
-    if row < 0:
+    slot = _mapped_slot(code, which)
+    if slot < 0:
         return _utf8_size(code)
-    n = 0
-    for k in range(1, 4):
-        mapped = _mapped_code(which, row, k)
-        if mapped != 0:
-            n += _utf8_size(mapped)
-    return n
+    return (slot >> 20) & 15
 
 
 def _write_mapped(w, code, which):
     if code < 0x80:
         return write_bytes(w, _ascii_mapped(code, which), 1)
-    row = _mapped_row(code, which)
-    if row < 0:
+    slot = _mapped_slot(code, which)
+    if slot < 0:
         return _put(w, code)
+    if (slot >> 32) != 0:  # mapped to one code point
+        return _put(w, slot >> 32)
+    row = slot & 0xFFFFF
     for k in range(1, 4):
         mapped = _mapped_code(which, row, k)
         if mapped != 0:

@@ -34,26 +34,47 @@ TITLE_MAP = _TABLES["TITLE_MAP"]
 BLOCK_BITS = 7  # case-map rows are indexed by blocks of 128 code points
 
 
+ROW_BITS = 20  # a slot of an index: the row, then the mapping's UTF-8 size, then its code point
+SIZE_SHIFT, SINGLE_SHIFT = 20, 32
+
+
+def _utf8_size(code: int) -> int:
+    return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+
+
+def _slot(row: int, mapped: tuple) -> int:
+    """An index slot: ``row``, the UTF-8 size of the whole mapping (bits 20-23) and, where the mapping is
+    a single code point (almost all), that code point (bits 32-52; 0 otherwise): the size pass and the
+    common case of the writing pass never read the mapping's row."""
+    codes = [c for c in mapped if c]
+    single = codes[0] if len(codes) == 1 else 0
+    return row | (sum(_utf8_size(c) for c in codes) << SIZE_SHIFT) | (single << SINGLE_SHIFT)
+
+
 def _index(mapping: tuple) -> tuple:
     """A direct index of a (code, m1, m2, m3) case map by code point, so a lookup is two loads, not a
     search: ``index[0]`` is the number of blocks of 128 code points up to the last mapped one;
     ``index[1 + b]`` is -1 for a block without mappings (most of them), else where its 128 slots start in
-    this same tuple; a slot holds the row of its code point in ``mapping``, or -1.
+    this same tuple; a slot holds the row of its code point in ``mapping`` with the mapping's size and
+    single code point (``_slot``), or -1.
 
-    >>> index = _index((0xE9, 0xC9, 0, 0, 0x101, 0x100, 0, 0))  # é -> É, ā -> Ā
-    >>> blocks, row_of_e_acute, row_of_a_macron = index[0], index[index[1 + 1] + 0x69], index[index[1 + 2] + 0x01]
-    >>> blocks, index[1 + 0], row_of_e_acute, row_of_a_macron, index[index[1 + 1] + 0x6A]
-    (3, -1, 0, 1, -1)
+    >>> index = _index((0xE9, 0xC9, 0, 0, 0xDF, 0x53, 0x53, 0))  # é -> É, ß -> SS
+    >>> blocks, e_acute, sharp_s = index[0], index[index[1 + 1] + 0x69], index[index[1 + 1] + 0x5F]
+    >>> blocks, index[1 + 0], e_acute & 0xFFFFF, (e_acute >> 20) & 15, hex(e_acute >> 32), index[index[1 + 1] + 0x6A]
+    (2, -1, 0, 2, '0xc9', -1)
+    >>> sharp_s & 0xFFFFF, (sharp_s >> 20) & 15, sharp_s >> 32
+    (1, 2, 0)
     """
     codes = mapping[0::4]
-    blocks = (codes[-1] >> BLOCK_BITS) + 1
+    blocks = (max(codes) >> BLOCK_BITS) + 1
     starts, slots = [-1] * blocks, []
     for row, code in enumerate(codes):
         block = code >> BLOCK_BITS
         if starts[block] < 0:
             starts[block] = 1 + blocks + len(slots)
             slots.extend([-1] * (1 << BLOCK_BITS))
-        slots[starts[block] - 1 - blocks + (code & ((1 << BLOCK_BITS) - 1))] = row
+        slots[starts[block] - 1 - blocks + (code & ((1 << BLOCK_BITS) - 1))] = _slot(row, mapping[4 * row + 1:4 * row + 4])
+    assert len(codes) < 1 << ROW_BITS
     return (blocks, *starts, *slots)
 
 

@@ -7,7 +7,8 @@ has the profile). Operations that make strings therefore write through a **write
 many leading bytes of the first word belong to someone else, the end of the string's bytes) that gathers
 bytes into a register and stores whole aligned words. Its first word is written byte by byte when its
 start is not aligned (a gather into the middle of a data buffer, where the bytes before belong to another
-row), and so is its last (``write_finish``): a writer never touches a byte outside its string, and
+row), and so is its last (``write_finish``), except in a new string, whose block is padded to 8 bytes and
+whose last word is stored whole: a writer never touches a byte outside its string (or its padding), and
 writes nothing to a string whose allocation failed (size 0: the arena was full, see ``managed.py``).
 
 Reads go the same way: ``load_bytes(s, at, count)`` returns up to eight bytes of ``s`` as one word, from
@@ -90,13 +91,15 @@ def _writer_intrinsics(target: Any) -> dict[str, Any]:
 
     @target.intrinsic
     def writer_of(typingctx, s):
-        """A writer over the bytes of new string ``s``."""
+        """A writer over the bytes of new string ``s``: a block of its own that starts 8-byte aligned and is
+        padded to a multiple of 8 (``managed.py``), so its last word is stored whole, padding included."""
         if not isinstance(s, t.stringlike):
             return None
 
         def codegen(context, builder, sig, args):
             string = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
-            return start_at(context, builder, builder.ptrtoint(string.data, i64), string.size)
+            padded = builder.and_(builder.add(string.size, i64(7)), i64(~7))
+            return start_at(context, builder, builder.ptrtoint(string.data, i64), padded)
 
         return writer(s), codegen
 
@@ -142,10 +145,17 @@ def _writer_intrinsics(target: Any) -> dict[str, Any]:
 
     @target.intrinsic
     def write_finish(typingctx, w):
-        """Stores the pending bytes (fewer than eight) byte by byte."""
+        """Stores the pending bytes (fewer than eight): as one word where the writer owns the whole word
+        (a new string's padding), else byte by byte."""
         def codegen(context, builder, sig, args):
             address, pending, filled, skip, end = _unpack(builder, args[0])
-            _store_bytes(builder, cgutils, address, pending, skip, filled, end)
+            owned = builder.and_(builder.icmp_signed("==", skip, i64(0)),
+                                 builder.icmp_signed("<=", builder.add(address, i64(8)), end))
+            with builder.if_else(builder.and_(owned, builder.icmp_signed(">", filled, i64(0)))) as (whole, partial):
+                with whole:
+                    builder.store(pending, builder.inttoptr(address, i64.as_pointer()), align=8)
+                with partial:
+                    _store_bytes(builder, cgutils, address, pending, skip, filled, end)
             return context.get_dummy_value()
 
         return types.none(w), codegen
