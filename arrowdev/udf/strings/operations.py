@@ -40,7 +40,7 @@ HELPERS = {"_slot_of": "int64", "_utf8_size": "int64", "_put": "writer", "_mappe
            "_digit": "int64", "_skip_space": "int64", "_skip_space_back": "int64", "_case": "managed",
            "_strip_bounds": "int64", "_to_int": "int64", "_to_float": "float64", "_stripped": "managed", "_pad": "managed", "_ascii_lower": "int64", "_mapped_slot": "int64",
            "_mapped_code": "int64", "_ascii_mapped": "int64", "_case_rule": "int64", "_case_size": "int64",
-           "_ascii_run": "int64", "_scaled": "float64", "_subnormal": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
+           "_scaled": "float64", "_subnormal": "float64", "_repeat": "managed", "_replace": "managed", "_copy_of": "managed"}
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -192,22 +192,17 @@ def _case_rule(s, at, code, mode, previous_cased):
     return (which << 24) | code
 
 
-def _ascii_run(s, at, mode):
-    """How many ASCII bytes start at ``at`` (at most 8) when ``mode`` maps ASCII on its own (upper,
-    lower, swapcase: title and capitalize depend on the character before); else 0."""
-    if mode > 2:
-        return 0
-    step = min(8, size_of(s) - at)
-    return ascii_prefix(load_bytes(s, at, step), step)
-
-
 def _case_size(s, mode):
-    total, at, previous_cased = 0, 0, False
-    while at < size_of(s):
-        run = _ascii_run(s, at, mode)
-        if run > 0:  # ASCII maps to one byte
-            total += run
-            at += run
+    """UTF-8 bytes of ``s`` case-mapped under ``mode``. Each step takes up to eight bytes: the ASCII run at
+    their start (upper, lower and swapcase map ASCII on their own, one byte each; title and capitalize
+    depend on the character before, so their runs are empty), then the one character after the run."""
+    total, at, previous_cased, n = 0, 0, False, size_of(s)
+    while at < n:
+        step = min(8, n - at)
+        run = ascii_prefix(load_bytes(s, at, step), step) if mode <= 2 else 0
+        total += run
+        at += run
+        if run == step:
             continue
         code = code_point_at(s, at)
         rule = _case_rule(s, at, code, mode, previous_cased)
@@ -218,14 +213,19 @@ def _case_size(s, mode):
 
 
 def _case(s, mode):
+    """``s`` case-mapped under ``mode``, in the steps of ``_case_size``: an ASCII run mapped eight bytes at
+    a time (SWAR), then one character through the case maps."""
     out = new_string(_case_size(s, mode))
     w = writer_of(out)
-    at, previous_cased = 0, False
-    while at < size_of(s):
-        run = _ascii_run(s, at, mode)
-        if run > 0:  # up to eight ASCII bytes mapped at once
-            w = write_bytes(w, ascii_case(load_bytes(s, at, run), mode), run)
+    at, previous_cased, n = 0, False, size_of(s)
+    while at < n:
+        step = min(8, n - at)
+        word = load_bytes(s, at, step)
+        run = ascii_prefix(word, step) if mode <= 2 else 0
+        if run > 0:  # bytes past the run are not written: write_bytes keeps the low `run` bytes
+            w = write_bytes(w, ascii_case(word, mode), run)
             at += run
+        if run == step:
             continue
         code = code_point_at(s, at)
         rule = _case_rule(s, at, code, mode, previous_cased)
