@@ -107,10 +107,15 @@ def wait_for_producers(core: ColumnCore) -> None:
 
 def read(core: ColumnCore) -> layout.Reader:
     """A reader of the column's memory that first waits for its producers (C7); the wait happens only
-    when a computation really needs bytes."""
+    when a computation really needs bytes, once (a walk over many chunks reads many times)."""
+    reader: layout.Reader | None = None
+
     def read_after_producers(address: int, nbytes: int) -> bytes:
-        wait_for_producers(core)
-        return reader_for(device(core))(address, nbytes)
+        nonlocal reader
+        if reader is None:
+            wait_for_producers(core)
+            reader = reader_for(device(core))
+        return reader(address, nbytes)
     return read_after_producers
 
 
@@ -205,15 +210,17 @@ def aligned_bounds(cores: Sequence[ColumnCore], num_rows: int) -> list[tuple[int
 
 # ---- user objects made below them ----------------------------------------------------------------
 
-_MAKERS: dict[str, Callable[[DataType, list[Any]], Any]] = {}
+_MAKERS: dict[str, Callable[..., Any]] = {}
 
 
-def register_maker(kind: str, make_one: Callable[[DataType, list[Any]], Any]) -> None:
+def register_maker(kind: str, make_one: Callable[..., Any]) -> None:
     """Registers how to make a user object of ``kind`` ("column": from its type and chunks; "table": from
-    its struct type and record batches). column.py and table.py register theirs when imported."""
+    its struct type and record batches; "table_of_columns": from its struct type, its columns and its
+    number of rows). column.py and table.py register theirs when imported."""
     _MAKERS[kind] = make_one
 
 
-def make(kind: str, of_type: DataType, held: list[Any]) -> Any:
-    """A column or table (``kind``) over held arrays, for layers that cannot import the user objects."""
-    return _MAKERS[kind](of_type, held)
+def make(kind: str, of_type: DataType, held: list[Any], *more: Any) -> Any:
+    """A column or table (``kind``) over held arrays (or columns), for layers that cannot import the
+    user objects."""
+    return _MAKERS[kind](of_type, held, *more)

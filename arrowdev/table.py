@@ -459,3 +459,5 @@ def table(obj: Any, schema: Any = None) -> ArrowTable:
 
 
 _chunked.register_maker("table", ArrowTable._from_batches)
+_chunked.register_maker("table_of_columns", lambda struct_type, columns, num_rows:
+                        ArrowTable(columns, num_rows, struct_type.metadata, schema=struct_type))

@@ -137,7 +137,7 @@ def test_a_sliced_string_column_rebases_its_offsets_on_the_receiver():
     arr = pa.array(["aa", "bbb", None, "x" * 50, "c", "dddd", None, "ee", "fff", "g", "hh", "iii"])
     col = ad.column(arr.slice(9, 2))
     header, frames = _serialize.host_frames(col)
-    (node,) = header["chunks"]
+    (node,) = header["columns"][0]
     assert node[2] == 1  # the slice starts at bit 1 of the bitmap's second byte; frames start at row 8
     assert node[3][1][1:] == [4, 62]  # int32 offsets, lowered by the 62 bytes before row 8
     # one bitmap byte, offsets of rows 8..10 and the end, the bytes of "fff", "g", "hh"
@@ -192,6 +192,45 @@ def test_shared_buffers_are_sent_once():
     tbl = ad.table({"a": col, "b": col})
     header, frames = _serialize.host_frames(tbl)
     assert header["frames"] == 1 and frames[0].nbytes == 8000
+
+
+def _chunked_table() -> ad.ArrowTable:
+    """benchmarks/bench_dask.py's table in small: a nullable float64 column in one chunk, a float64
+    column, and a string column in three chunks (as PyArrow converts a large NumPy string array)."""
+    rng = np.random.default_rng(0)
+    strings = pa.chunked_array([pa.array([f"k{i}" for i in range(lo, hi)]) for lo, hi in ((0, 333), (333, 833),
+                                                                                         (833, 1000))])
+    return ad.table({"a": pa.array(rng.random(1000), mask=rng.random(1000) < 0.1), "b": pa.array(rng.random(1000)),
+                     "s": strings})
+
+
+def _spans(table: ad.ArrowTable) -> list[tuple[int, int]]:
+    """(address, bytes used) of every buffer of every chunk of every column."""
+    return sorted({(b.address, b.size) for col in table.columns for b in col.buffers if b.address})
+
+
+def _frame_spans(frames) -> list[tuple[int, int]]:
+    return sorted((np.frombuffer(f, np.uint8).ctypes.data, memoryview(f).nbytes) for f in frames)
+
+
+def test_an_unsliced_table_is_sent_as_its_own_buffers():
+    """Zero-copy, in the table's own chunks: every frame is exactly one buffer of the source (the validity
+    bitmap and the string offsets included), none cut where another column's chunk ends."""
+    tbl = _chunked_table()
+    header, frames = serialize(tbl, serializers=("dask",))
+    assert all(isinstance(f, memoryview) and f.readonly for f in frames)
+    assert _frame_spans(frames) == _spans(tbl)
+    _, _, buffers = _pickle5(tbl)
+    assert _frame_spans(buffers) == _spans(tbl)
+
+
+def test_a_received_table_uses_the_frames_in_place_in_the_same_chunks():
+    tbl = _chunked_table()
+    header, frames = serialize(tbl, serializers=("dask",))
+    got = deserialize(header, frames)
+    assert got.equals(tbl) and got.column_names == tbl.column_names
+    assert [col.num_chunks for col in got.columns] == [1, 1, 3]
+    assert _spans(got) == _frame_spans(frames)  # the received buffers are the frames: nothing copied
 
 
 def test_sizeof_counts_the_rows_in_range():
