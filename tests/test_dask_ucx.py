@@ -112,7 +112,7 @@ def _move(client: Client, future, to: str):
     pytest.param("tcp", "cpu", id="tcp-cpu"),
     pytest.param("tcp", "cuda", id="tcp-cuda", marks=pytest.mark.gpu),
     pytest.param("ucx", "cuda", id="ucx-cuda", marks=pytest.mark.gpu),
-], indirect=["cluster"])
+], indirect=["cluster"], scope="module")  # module: one cluster per protocol, not one per test
 @pytest.mark.parametrize("kind", ["table", "column"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_ping_pong_of_every_type(cluster, device, kind, layout):
@@ -128,7 +128,8 @@ def test_ping_pong_of_every_type(cluster, device, kind, layout):
     [future] = client.scatter([obj], workers=[a], hash=False)
     wait(future)
     client.run(_take_received)  # forget the scatter's receipt on A
-    family, device_frames = ("cuda", True) if protocol == "ucx" else ("dask", False)
+    family = "cuda" if protocol == "ucx" else "dask"
+    device_frames = family == "cuda" and device == "cuda"  # GPU data as device frames; else host frames
 
     ping, received_b, devices_b = _move(client, future, b)
     pong, received_a, devices_a = _move(client, ping, a)
