@@ -1,16 +1,19 @@
 """arrowdev on Dask: what serialization, moves between workers and UDF pipelines cost, as ratios.
 
-    python3 benchmarks/bench_dask.py [--gpu] [--rows N] [--repeats N]
+    python3 benchmarks/bench_dask.py [--gpu] [--rows N] [--repeats N] [--parts 1 2 3] [--protocol tcp|ucx]
 
 1. serialize + deserialize. Per table size: the ``dask`` family's serialize and deserialize alone
    (zero-copy frames: the goal is < 1 ms at any size), and the round trip as a transport makes it
    (serialize, one copy of every frame into a buffer of the transport's, deserialize over those) against
    the raw copy of the same bytes into the same buffers (ratio = raw copy time / round trip time; goal
    >= 0.9). Fastest of the repeats: a busy machine only slows copies down.
-2. A partition moved between two workers of one ``LocalCluster`` (TCP) against a NumPy array of the
+2. A partition moved between two workers of one ``LocalCluster`` against a NumPy array of the
    same bytes over the same comm (a task on worker B that needs the data on worker A; ratio = NumPy
    time / arrowdev time; goal >= 0.9). With ``--gpu``: partitions on the GPU against a CuPy array, two
    worker processes on GPU 0 (distributed's LocalCluster: dask-cuda will not start two workers on one GPU).
+   ``--protocol tcp`` (default): distributed's ``dask`` family, host frames (GPU data through pinned
+   memory). ``--protocol ucx`` (needs distributed-ucxx): the ``cuda`` family, device frames moved GPU to
+   GPU by UCX (transports tcp, cuda_copy, cuda_ipc; an RMM pool in each process, as dask-cuda advises).
 3. The UDF pipeline (append ``y = f(a, b)``) on a 1-worker cluster, the partition already on the
    worker, against the same call in process (ratio = in-process time / cluster time; goal >= 0.9).
 
@@ -25,6 +28,7 @@ import statistics
 import time
 from typing import Any, Callable
 
+import dask
 import numpy as np
 import pyarrow as pa
 from distributed import Client, LocalCluster, wait
@@ -116,30 +120,48 @@ def _move_times(client: Client, makers: list[Callable[[], Any]], source: str, ta
     return [(statistics.median(t), min(t)) for t in times]
 
 
-def bench_move(rows: int, repeats: int, gpu: bool) -> None:
-    tbl = make_table(rows)
-    if gpu:
-        import cupy as cp
+def _ucx_config(gpu: bool, pool_bytes: int) -> dict[str, Any]:
+    """distributed-ucxx's options (its schema, distributed-ucxx.yaml; what dask-cuda's enable_tcp_over_ucx
+    and enable_nvlink set): UCX over TCP, and for GPU data cuda_copy and cuda_ipc, a CUDA context made
+    before UCX starts, and an RMM pool (UCX receives into RMM buffers, and maps each allocation it sends
+    from once: a pool keeps that to one mapping)."""
+    if not gpu:
+        return {"distributed-ucxx.tcp": True}
+    return {"distributed-ucxx.tcp": True, "distributed-ucxx.cuda-copy": True, "distributed-ucxx.nvlink": True,
+            "distributed-ucxx.create-cuda-context": True, "distributed-ucxx.rmm.pool-size": pool_bytes}
 
-        # two worker processes on GPU 0: dask-cuda's LocalCUDACluster refuses one device twice
-        # ("Can not scale beyond visible devices", dask-cuda 26.10), so distributed's own cluster over TCP
-        cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
-        tbl = tbl.to_device()
-        nbytes = add.nbytes(tbl)
-        make_peer = lambda: cp.random.randint(0, 255, nbytes, dtype=cp.uint8)  # noqa: E731
-    else:
-        cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
-        nbytes = add.nbytes(tbl)
-        make_peer = lambda: np.random.default_rng().integers(0, 255, nbytes, dtype=np.uint8)  # noqa: E731
-    makers = [lambda: tbl.slice(0), make_peer]
-    if not gpu:  # distributed's own serializer of PyArrow tables (an IPC stream: one copy), for reference
-        makers.append(lambda: tbl.to_pyarrow())
-    with cluster, Client(cluster) as client:
+
+def _ucx_transports() -> list[str]:
+    import ucxx
+
+    return sorted(ucxx.get_active_transports())
+
+
+def bench_move(rows: int, repeats: int, gpu: bool, protocol: str) -> None:
+    tbl = make_table(rows)
+    nbytes = add.nbytes(tbl)
+    # two worker processes (on GPU 0 with --gpu: dask-cuda's LocalCUDACluster refuses one device twice,
+    # "Can not scale beyond visible devices", dask-cuda 26.10, so distributed's own cluster)
+    pool_bytes = -(-3 * nbytes // 2**20) * 2**20  # RMM wants a multiple of 256 bytes
+    config = _ucx_config(gpu, pool_bytes) if protocol == "ucx" else {}
+    with dask.config.set(config), LocalCluster(protocol=protocol, n_workers=2, processes=True, threads_per_worker=1,
+                                               dashboard_address=":0") as cluster, Client(cluster) as client:
+        if gpu:
+            import cupy as cp
+
+            tbl = tbl.to_device()
+            make_peer = lambda: cp.random.randint(0, 255, nbytes, dtype=cp.uint8)  # noqa: E731
+        else:
+            make_peer = lambda: np.random.default_rng().integers(0, 255, nbytes, dtype=np.uint8)  # noqa: E731
+        makers = [lambda: tbl.slice(0), make_peer]
+        if not gpu:  # distributed's own serializer of PyArrow tables (an IPC stream: one copy), for reference
+            makers.append(lambda: tbl.to_pyarrow())
         a, b = sorted(client.scheduler_info()["workers"])
         measured = _move_times(client, makers, a, b, 2 * repeats)
+        comm = "UCX: " + ", ".join(client.run(_ucx_transports)[b]) if protocol == "ucx" else "TCP"
     (t_table, best_table), (t_peer, best_peer) = measured[:2]
     peer = "CuPy" if gpu else "NumPy"
-    print(f"2. a partition moved between two workers ({'GPU' if gpu else 'CPU'}, TCP), {nbytes / 1e6:.1f} MB: "
+    print(f"2. a partition moved between two workers ({'GPU' if gpu else 'CPU'}, {comm}), {nbytes / 1e6:.1f} MB: "
           f"arrowdev {t_table * 1e3:.1f} ms (fastest {best_table * 1e3:.1f}), {peer} {t_peer * 1e3:.1f} ms "
           f"(fastest {best_peer * 1e3:.1f}), ratio {t_peer / t_table:.2f} (fastest: {best_peer / best_table:.2f})")
     if not gpu:
@@ -223,12 +245,20 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the moved / UDF partition")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--parts", type=int, nargs="+", default=[1, 2, 3], help="which of parts 1-3 to run")
+    parser.add_argument("--protocol", choices=["tcp", "ucx"], default="tcp",
+                        help="the comm between the two workers of part 2 (ucx: needs distributed-ucxx)")
     args = parser.parse_args()
+    if args.protocol == "ucx":
+        try:
+            import distributed_ucxx  # noqa: F401  (distributed finds its ucx:// comm by an entry point)
+        except ImportError as e:
+            parser.error(f"--protocol ucx needs distributed-ucxx, which is not importable ({e}): "
+                         "pip install distributed-ucxx-cu13 (or arrowdev[dask-ucx13])")
     print(f"arrowdev {ad.__version__}, Python {platform.python_version()}, {platform.machine()}")
     if 1 in args.parts:
         bench_serialize([1_000, 100_000, args.rows], args.repeats)
     if 2 in args.parts:
-        bench_move(args.rows, args.repeats, args.gpu)
+        bench_move(args.rows, args.repeats, args.gpu, args.protocol)
     if 3 in args.parts:
         bench_pipeline(args.rows, args.repeats, args.gpu)
 
