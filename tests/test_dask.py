@@ -229,6 +229,8 @@ def test_gpu_a_table_still_being_produced_is_never_sent_early():
 
 @pytest.mark.gpu
 def test_gpu_tcp_ping_pong_of_every_type(cuda_client):
+    """Client -> dask-cuda worker -> client (tests/test_dask_ucx.py moves every type between two of
+    distributed's own workers; this is the dask-cuda worker, with its own CUDA_VISIBLE_DEVICES)."""
     tbl = ad.table({name.replace("[", "_").replace("]", "_"): arr.slice(3, 11) for name, arr in CASES.items()})
     on_gpu = tbl.to_device()
     [future] = cuda_client.scatter([on_gpu])

@@ -135,7 +135,7 @@ def test_ping_pong_of_every_type(cluster, device, kind, layout):
     pong, received_a, devices_a = _move(client, ping, a)
     for worker, received, devices in ((b, received_b, devices_b), (a, received_a, devices_a)):
         assert [entry[:2] for entry in received] == [(family, kind)] * calls, (worker, received)
-        # frames in all, and in device memory (an empty table has no batches: no frames)
+        # frames in all, and in device memory (an empty table's chunks may have no buffers: no frames)
         frames, on_device = sum(entry[2] for entry in received), sum(entry[3] for entry in received)
         assert (frames > 0 or layout == "empty") and on_device == (frames if device_frames else 0), (worker, received)
         assert devices == {device}, (worker, devices)

@@ -24,6 +24,7 @@ from .parsing import (  # noqa: F401 - bound with the rest by bind()
     _skip_space, _skip_space_back, _subnormal, _to_float, _to_int, _word,
     from_int, to_float, to_int,
 )
+from .unicode_tables import ROW_MASK, SINGLE_SHIFT, SIZE_MASK, SIZE_SHIFT  # how an index slot is laid out
 
 # Names the functions below read as globals without this module defining them: ``bind`` supplies them per
 # target (that target's intrinsics, the lowering module's helpers, the Unicode tables) in a namespace of the
@@ -125,7 +126,7 @@ def _mapped_size(code, which):
     slot = _mapped_slot(code, which)
     if slot < 0:
         return _utf8_size(code)
-    return (slot >> 20) & 15
+    return (slot >> SIZE_SHIFT) & SIZE_MASK
 
 
 def _write_mapped(w, code, which):
@@ -134,9 +135,9 @@ def _write_mapped(w, code, which):
     slot = _mapped_slot(code, which)
     if slot < 0:
         return _put(w, code)
-    if (slot >> 32) != 0:  # mapped to one code point
-        return _put(w, slot >> 32)
-    row = slot & 0xFFFFF
+    if (slot >> SINGLE_SHIFT) != 0:  # mapped to one code point
+        return _put(w, slot >> SINGLE_SHIFT)
+    row = slot & ROW_MASK
     for k in range(1, 4):
         mapped = _mapped_code(which, row, k)
         if mapped != 0:

@@ -34,21 +34,21 @@ TITLE_MAP = _TABLES["TITLE_MAP"]
 BLOCK_BITS = 7  # case-map rows are indexed by blocks of 128 code points
 
 
-ROW_BITS = 20  # a slot of an index: the row, then the mapping's UTF-8 size, then its code point
-SIZE_SHIFT, SINGLE_SHIFT = 20, 32
-
-
-def _utf8_size(code: int) -> int:
-    return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+# A slot of an index: the row (bits 0-19), the mapping's UTF-8 size (bits 20-23), its single code point
+# (bits 32-52). operations.py reads slots with these names.
+ROW_MASK = (1 << 20) - 1
+SIZE_SHIFT, SIZE_MASK = 20, 15
+SINGLE_SHIFT = 32
 
 
 def _slot(row: int, mapped: tuple) -> int:
-    """An index slot: ``row``, the UTF-8 size of the whole mapping (bits 20-23) and, where the mapping is
-    a single code point (almost all), that code point (bits 32-52; 0 otherwise): the size pass and the
-    common case of the writing pass never read the mapping's row."""
+    """An index slot: ``row``, the UTF-8 size of the whole mapping and, where the mapping is a single code
+    point (almost all), that code point (0 otherwise): the size pass and the common case of the writing
+    pass never read the mapping's row."""
     codes = [c for c in mapped if c]
     single = codes[0] if len(codes) == 1 else 0
-    return row | (sum(_utf8_size(c) for c in codes) << SIZE_SHIFT) | (single << SINGLE_SHIFT)
+    size = len("".join(map(chr, codes)).encode())
+    return row | (size << SIZE_SHIFT) | (single << SINGLE_SHIFT)
 
 
 def _index(mapping: tuple) -> tuple:
@@ -74,7 +74,7 @@ def _index(mapping: tuple) -> tuple:
             starts[block] = 1 + blocks + len(slots)
             slots.extend([-1] * (1 << BLOCK_BITS))
         slots[starts[block] - 1 - blocks + (code & ((1 << BLOCK_BITS) - 1))] = _slot(row, mapping[4 * row + 1:4 * row + 4])
-    assert len(codes) < 1 << ROW_BITS
+    assert len(codes) <= ROW_MASK
     return (blocks, *starts, *slots)
 
 
