@@ -26,7 +26,7 @@ from .errors import DeviceUnavailableError
 from .types import DataType, Device
 
 __all__ = ["ColumnCore", "aligned_bounds", "chunk_null_count", "chunk_starts", "chunks", "derive", "device",
-           "dtype", "exportable_chunks", "make", "null_counts", "read", "ready_chunk", "reader_for",
+           "dtype", "exportable_chunks", "make", "null_counts", "planning_reader", "read", "ready_chunk", "reader_for",
            "register_maker", "slice_chunks", "struct_field", "sync_events", "wait_for_producers"]
 
 ColumnCore = _capsules.ColumnCore
@@ -88,6 +88,35 @@ def reader_for(where: Device) -> layout.Reader:
         from .cuda import runtime
 
         return lambda address, nbytes: runtime.read_bytes(address, nbytes, where.id)
+    raise DeviceUnavailableError(f"arrowdev cannot read {where.type} memory")
+
+
+def planning_reader(cores: list[ColumnCore], ready: bool = False) -> layout.Reader:
+    """A reader of the memory of ``cores`` (columns on one device) for planning copies and frames: CPU
+    memory read in place, device memory in batches (:class:`layout.BatchReader`), either after the
+    columns' producers have finished (C7), waited for once and only if something is read (``ready``:
+    they have finished already)."""
+    waited = ready
+
+    def wait() -> None:
+        nonlocal waited
+        if not waited:
+            for core in cores:
+                wait_for_producers(core)
+            waited = True
+    where = device(cores[0]) if cores else Device.cpu()
+    if where.is_cpu_readable:
+        def read_cpu(address: int, nbytes: int) -> bytes:
+            wait()
+            return layout.read_cpu(address, nbytes)
+        return read_cpu
+    if where.type in ("cuda", "cuda_managed"):
+        from .cuda import runtime
+
+        def read_many(requests: list[tuple[int, int]]) -> list[bytes]:
+            wait()
+            return runtime.read_many(requests, where.id)
+        return layout.BatchReader(read_many)
     raise DeviceUnavailableError(f"arrowdev cannot read {where.type} memory")
 
 

@@ -16,14 +16,19 @@ The header is plain data (dicts, lists, ints, bytes: msgpack and pickle both car
     {"kind": "table" | "column", "device": [ArrowDeviceType, id] of the source,
      "schema": Arrow IPC schema bytes of one field (the table's struct type; PyArrow writes and reads them),
      "rows": number of rows, "columns": [[node per chunk, ...] per column, ...] (a column: one),
-     "frames": number of frames}
+     "frames": number of frames, "packed": absent, or [[frame, byte offset, size] per span, ...]}
     node   = [length, null_count, offset, [buffer, ...], [child node, ...], dictionary node or None]
-    buffer = None (a null pointer) | [frame] | [frame, offset width, value to subtract]
+    buffer = None (a null pointer) | [span] | [span, offset width, value to subtract]
+
+A span is a frame, unless the header has ``packed``.
 
 Frames are ``memoryview`` objects over the source memory (CPU data; they keep the source alive), or
 :class:`DeviceFrame` objects exposing ``__cuda_array_interface__`` (device data, the ``cuda`` family).
 Received frames are used in place; a frame whose address is not 8-byte aligned (small frames that a
-transport packed together) is copied, since Arrow consumers expect aligned buffers.
+transport packed together) is copied, since Arrow consumers expect aligned buffers. Device data for the
+``cuda`` family sends each buffer of at least ``PACK_BELOW`` bytes as a frame of its own and copies the
+smaller ones into one packed frame (a transport pays per frame); ``packed`` then says where each span
+lies, and buffer entries name spans.
 
 Device data through pickle or the ``dask`` family is copied to pinned host memory first (rows in range
 only) and rebuilt, on the receiving side, on the receiver's current GPU; a receiver without a GPU (or
@@ -39,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _capsules, _chunked, layout
-from .cuda.transfer import Planner, PlannedNode
+from .cuda.transfer import Planner, PlannedNode, prefetch
 from .types import DataType, Device
 
 __all__ = ["DeviceFrame", "add_pickle_hook", "device_frames", "from_frames", "host_frames", "nbytes", "reduce",
@@ -91,13 +96,12 @@ def _plan(obj: Any, source: Device, ready: bool) -> tuple[dict[str, Any], list[t
     """The header and the (address, size) of each frame of a column or table. ``ready``: its
     producers have finished (else the memory is read, where it must be, after waiting for them)."""
     kind, columns = _kind_and_columns(obj)
+    trees = [[(col.type, layout.Node.of(held), 0, held.length, -1 if nulls is None else nulls)
+              for held, nulls in zip(_chunked.chunks(col), _chunked.null_counts(col))] for col in columns]
     planner = _SpanPlanner()
-    planned = []
-    for col in columns:
-        planner.read = _chunked.reader_for(_chunked.device(col)) if ready else _chunked.read(col)
-        planned.append([_encode(planner.plan(col.type, layout.Node.of(held), 0, held.length,
-                                             -1 if nulls is None else nulls))
-                        for held, nulls in zip(_chunked.chunks(col), _chunked.null_counts(col))])
+    planner.read = _chunked.planning_reader(columns, ready)
+    prefetch([tree for col_trees in trees for tree in col_trees], planner.read)  # device reads: one batch
+    planned = [[_encode(planner.plan(*tree)) for tree in col_trees] for col_trees in trees]
     dtype = columns[0].type if kind == "column" else obj.schema
     header = {"kind": kind, "device": [source.code, source.id], "schema": _schema_bytes(dtype),
               "rows": len(obj), "columns": planned, "frames": len(planner.spans)}
@@ -178,7 +182,43 @@ def device_frames(obj: Any) -> tuple[dict[str, Any], list[Any]]:
         return host_frames(obj)
     _wait_for_producers(obj)
     header, spans = _plan(obj, source, ready=True)
-    return header, [DeviceFrame(address, nbytes, obj) for address, nbytes in spans]
+    return header, _device_frames(header, spans, obj, source.id)
+
+
+# A transport pays per frame (UCX about 0.1 ms: a rendezvous each, awaited in turn); a device copy of the
+# same 0.1 ms moves about 150 MB. Buffers below this size travel copied together in one frame.
+PACK_BELOW = 64 << 20
+_PACK_ALIGNMENT = 256  # where each buffer starts in the packed frame (CUDA's allocation alignment)
+
+
+def _device_frames(header: dict[str, Any], spans: list[tuple[int, int]], obj: Any, device_id: int) -> list[Any]:
+    """The frames of device spans: each large buffer a frame over the source itself, the small ones copied
+    into one packed frame (then ``header["packed"]`` says where each span is: [frame, offset, size])."""
+    small = {i for i, (_, nbytes) in enumerate(spans) if nbytes < PACK_BELOW}
+    if len(small) < 2:
+        return [DeviceFrame(address, nbytes, obj) for address, nbytes in spans]
+    from .cuda import memory, runtime
+
+    places, frames, position = [], [], 0
+    for i, (address, nbytes) in enumerate(spans):
+        if i in small:
+            places.append([None, position, nbytes])
+            position += -(-nbytes // _PACK_ALIGNMENT) * _PACK_ALIGNMENT
+        else:
+            places.append([len(frames), 0, nbytes])
+            frames.append(DeviceFrame(address, nbytes, obj))
+    stream = runtime.stream_for(device_id)
+    packed = memory.DeviceBuffer(position, device_id, stream)
+    api = runtime.cupy().cuda.runtime
+    with runtime.on_device(device_id):
+        for i in sorted(small):
+            address, nbytes = spans[i]
+            places[i][0] = len(frames)
+            api.memcpyAsync(packed.ptr + places[i][1], address, nbytes, api.memcpyDeviceToDevice, stream.ptr)
+        stream.synchronize()  # UCX orders its sends after the default stream only
+    frames.append(DeviceFrame(packed.ptr, position, packed))
+    header["frames"], header["packed"] = len(frames), places
+    return frames
 
 
 def reduce(obj: Any, protocol: int) -> tuple[Any, tuple]:
@@ -212,9 +252,8 @@ def _frame_address(frame: Any, keep: list[Any]) -> tuple[int, int, bool]:
     """(address, size, on a device) of a received frame, copied first when unaligned (host only)."""
     cai = getattr(frame, "__cuda_array_interface__", None)
     if cai is not None:
-        nbytes = int(np.prod(cai["shape"])) * np.dtype(cai["typestr"]).itemsize
         keep.append(frame)
-        return cai["data"][0], nbytes, True
+        return cai["data"][0], _frame_size(frame, cai), True
     import pyarrow as pa
 
     view = pa.py_buffer(frame)  # its address at a tenth of the cost of a NumPy array's
@@ -307,6 +346,8 @@ def from_frames(header: dict[str, Any], frames: list[Any]) -> Any:
 
     if header.get("frames") != len(frames):
         raise InvalidArrowError(f"expected {header.get('frames')} frames for this arrowdev header, got {len(frames)}")
+    if header.get("packed") is not None:
+        frames = _unpacked(header["packed"], frames)
     dtype = _schema_type(bytes(header["schema"]))
     rebuilder = _Rebuilder(frames)
     table = header["kind"] == "table"
@@ -317,6 +358,37 @@ def from_frames(header: dict[str, Any], frames: list[Any]) -> Any:
     if source.type in ("cuda", "cuda_managed") and not rebuilder.on_device:
         return _to_current_gpu(obj)
     return obj
+
+
+def _unpacked(places: list, frames: list[Any]) -> list[Any]:
+    """One frame per span from frames that hold several (``header["packed"]``), as views that keep
+    the received frame alive."""
+    from .errors import InvalidArrowError
+
+    spans = []
+    for place in places:
+        if not (isinstance(place, list) and len(place) == 3 and all(type(v) is int and v >= 0 for v in place)
+                and place[0] < len(frames)):
+            raise InvalidArrowError(f"expected each packed place to be [frame, offset, size] within the "
+                                    f"{len(frames)} frames, got {place!r}")
+        index, offset, nbytes = place
+        frame = frames[index]
+        cai = getattr(frame, "__cuda_array_interface__", None)
+        size = _frame_size(frame, cai)
+        if offset + nbytes > size:
+            raise InvalidArrowError(f"expected packed bytes [{offset}, {offset + nbytes}) inside frame {index} of "
+                                    f"{size} bytes")
+        if cai is not None:
+            spans.append(DeviceFrame(cai["data"][0] + offset, nbytes, frame))
+        else:
+            spans.append(memoryview(frame).cast("B")[offset:offset + nbytes])
+    return spans
+
+
+def _frame_size(frame: Any, cai: dict[str, Any] | None) -> int:
+    if cai is not None:
+        return int(np.prod(cai["shape"])) * np.dtype(cai["typestr"]).itemsize
+    return memoryview(frame).nbytes
 
 
 def _to_current_gpu(obj: Any) -> Any:

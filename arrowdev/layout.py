@@ -65,6 +65,42 @@ def read_cpu(address: int, nbytes: int) -> bytes:
     return ctypes.string_at(address, nbytes) if nbytes else b""
 
 
+class BatchReader:
+    """A ``Reader`` of memory that is slow to read one value at a time (a device: each read is a
+    synchronous copy). It answers from what :meth:`fetch` read; an address not read yet is recorded and
+    answered with zeros. Planning twice, with a :meth:`fetch` in between, reads everything in one batch
+    (``cuda.transfer.prefetch`` repeats until nothing is missing: once per level of nesting whose
+    offsets decide what is read next).
+
+    >>> reader = BatchReader(lambda requests: [bytes([7]) * n for _, n in requests])
+    >>> reader(0x1000, 4), reader.fetch(), reader(0x1000, 4), reader.fetch()
+    (b'\x00\x00\x00\x00', True, b'\x07\x07\x07\x07', False)
+    """
+
+    def __init__(self, read_many: Callable[[list[tuple[int, int]]], list[bytes]]) -> None:
+        self._read_many = read_many
+        self._known: dict[tuple[int, int], bytes] = {}
+        self._missing: dict[tuple[int, int], None] = {}  # insertion-ordered set
+
+    def __call__(self, address: int, nbytes: int) -> bytes:
+        if nbytes == 0:
+            return b""
+        known = self._known.get((address, nbytes))
+        if known is not None:
+            return known
+        self._missing[(address, nbytes)] = None
+        return bytes(nbytes)
+
+    def fetch(self) -> bool:
+        """Reads every recorded address in one batch; False when none was missing."""
+        if not self._missing:
+            return False
+        requests = list(self._missing)
+        self._missing.clear()
+        self._known.update(zip(requests, self._read_many(requests)))
+        return True
+
+
 def _read_int(read: Reader, address: int, index: int, width: int) -> int:
     return int.from_bytes(read(address + index * width, width), "little", signed=True)
 

@@ -166,6 +166,38 @@ def test_wrong_number_of_frames_is_an_error():
         _serialize.from_frames(header, frames[:1])
 
 
+def _packed(header: dict, frames: list) -> tuple[dict, list]:
+    """The frames copied into one, each at a 256-byte boundary, as device_frames packs small buffers."""
+    places, data = [], bytearray()
+    for f in frames:
+        data += bytes(-len(data) % 256)
+        places.append([0, len(data), memoryview(f).nbytes])
+        data += bytes(f)
+    return {**header, "frames": 1, "packed": places}, [memoryview(bytes(data))]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_packed_frame_rebuilds_every_case(name):
+    """The receiver of packed frames (the cuda family's small buffers), checked on host frames: the
+    same column, its buffers views of the one received frame."""
+    source = source_of(name, "slice(3,11)")
+    header, frames = _serialize.host_frames(_as_table(source))
+    packed_header, packed = _packed(header, frames)
+    got = _serialize.from_frames(packed_header, packed)
+    assert got.column("v").to_pyarrow().equals(_expected(source))
+    start = np.frombuffer(packed[0], np.uint8).ctypes.data
+    assert all(start <= b.address < start + packed[0].nbytes for b in got.column("n").buffers if b.address)
+
+
+@pytest.mark.parametrize("places", [[[1, 0, 8]], [[0, 0, 10**9]], [[0, -1, 8]], [[0, 0]], "x"])
+def test_bad_packed_places_are_an_error(places):
+    header, frames = _serialize.host_frames(ad.column(pa.array([1, None, 3])))
+    header, packed = _packed(header, frames)
+    header["packed"] = places if places == "x" else places * len(frames)
+    with pytest.raises(ad.InvalidArrowError, match="packed"):
+        _serialize.from_frames(header, packed)
+
+
 def test_round_trips_of_every_case_balance_in_leak_check():
     with ad.debug.leak_check():
         for name in CASES:
@@ -271,13 +303,14 @@ def test_device_data_received_without_a_gpu_stays_in_cpu_memory():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["whole", "slice(3,11)", "chunked"])
-def test_gpu_cuda_family_sends_device_frames_zero_copy(layout):
+def test_gpu_cuda_family_sends_device_frames_zero_copy(layout, monkeypatch):
     """The cuda family on GPU data: frames are CUDA arrays over the source's device buffers; received,
     they are used in place (a slice's offsets rebased into a new device buffer) on the frames' GPU."""
     from arrowdev._serialize import DeviceFrame
 
     source = pa.table({name.replace("[", "_").replace("]", "_"): source_of(name, layout) for name in CASES})
     gpu = ad.table(source).to_device()
+    monkeypatch.setattr(_serialize, "PACK_BELOW", 0)  # every buffer a frame of its own
     header, frames = serialize(gpu, serializers=("cuda",))
     assert header["serializer"] == "cuda" and all(isinstance(f, DeviceFrame) for f in frames)
     # frames of no bytes (an empty chunk's buffers) have nothing to share: only the others must be views
@@ -289,3 +322,45 @@ def test_gpu_cuda_family_sends_device_frames_zero_copy(layout):
     pickled = pickle.loads(pickle.dumps(gpu, protocol=5))  # through host memory, back on this GPU
     assert pickled.device.type == "cuda" and pickled.to_pyarrow().equals(source)
     del got, pickled, frames
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_family_packs_small_buffers_into_one_frame(monkeypatch):
+    """Buffers of at least PACK_BELOW bytes travel as frames over the source; the others copied into one
+    frame (a transport pays per frame). Received, the columns equal the source and hold the frames."""
+    monkeypatch.setattr(_serialize, "PACK_BELOW", 4096)
+    source = pa.table({"big": pa.array(np.arange(1000, dtype=np.int64)), "s": _chunked_table().column("s").to_pyarrow(),
+                       "a": _chunked_table().column("a").to_pyarrow()})
+    gpu = ad.table(source).to_device()
+    spans = _serialize._plan(gpu, gpu.device, ready=True)[1]
+    large = sorted(address for address, size in spans if size >= 4096)
+    header, frames = serialize(gpu, serializers=("cuda",))
+    assert len(header["packed"]) == len(spans) == 9 and len(large) == 2  # big's data, a's data
+    assert len(frames) == len(large) + 1
+    assert sorted(f.__cuda_array_interface__["data"][0] for f in frames[:-1]) == large  # sent in place
+    assert frames[-1].nbytes < sum(size for _, size in spans if size < 4096) + 9 * 256
+    got = deserialize(header, frames, deserializers=("cuda",))
+    del frames
+    assert got.device.type == "cuda" and got.to_pyarrow().equals(source)
+    assert [c.num_chunks for c in got.columns] == [1, 3, 1]
+
+
+@pytest.mark.gpu
+def test_gpu_planning_reads_device_offsets_in_one_batch(monkeypatch):
+    """Serializing (and sizing) a device table of many string chunks reads every offset it needs in one
+    batch of copies, not one synchronous read each."""
+    from arrowdev.cuda import runtime
+
+    batches, single = [], []
+    read_many = runtime.read_many
+    monkeypatch.setattr(runtime, "read_many", lambda requests, device: batches.append(len(requests)) or
+                        read_many(requests, device))
+    monkeypatch.setattr(runtime, "read_bytes", lambda *a: single.append(a) or pytest.fail("a read of its own"))
+    strings = pa.chunked_array([pa.array([f"v{i}" for i in range(k, k + 50)]) for k in range(0, 1000, 50)])
+    gpu = ad.table({"s": strings, "n": pa.array(np.arange(1000))}).to_device()
+    header, frames = serialize(gpu, serializers=("cuda",))
+    assert batches == [2 * 20]  # each chunk: its first and last offsets
+    assert add.nbytes(gpu) == 1000 * 8 + sum(len(v) for v in strings.to_pylist()) + 20 * 51 * 4
+    assert batches == [40, 40] and not single
+    got = deserialize(header, frames, deserializers=("cuda",))
+    assert got.to_pyarrow().equals(gpu.to_pyarrow())

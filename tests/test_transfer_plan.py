@@ -16,19 +16,45 @@ WHOLE_EXTENT = {"null", "run_end_encoded", "dense_union", "list_view", "large_li
                 "binary_view"}
 
 
-def _compact(col: ad.ArrowColumn) -> ad.ArrowColumn:
-    items = [(col.type, chunk, _chunked.chunk_null_count(col, i), _chunked.read(col))
-             for i, chunk in enumerate(_chunked.chunks(col))]
+def _compact(col: ad.ArrowColumn, read: layout.Reader | None = None) -> ad.ArrowColumn:
+    read = read or _chunked.read(col)
+    items = [(col.type, chunk, _chunked.chunk_null_count(col, i), read) for i, chunk in enumerate(_chunked.chunks(col))]
     chunks = transfer.copy_chunks(items, ad.Device.cpu(), ad.Device.cpu())
     return ad.ArrowColumn(col.type, chunks)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+def _depth(dtype: ad.DataType) -> int:
+    children = list(dtype.children) + ([dtype.value_type] if dtype.value_type is not None else [])
+    return 1 + max((_depth(c) for c in children), default=0)
+
+
+class _CountingBatches(layout.BatchReader):
+    """A batch reader of CPU memory (as a device's is used) that counts its batches."""
+
+    def __init__(self) -> None:
+        super().__init__(self._read_cpu)
+        self.batches = 0
+
+    def _read_cpu(self, requests):
+        self.batches += 1
+        return [layout.read_cpu(address, nbytes) for address, nbytes in requests]
+
+
+@pytest.mark.parametrize("reads", ["direct", "batched"])
+@pytest.mark.parametrize("layout_name", LAYOUTS)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_planned_copy_equals_the_source(name, layout, balanced):
-    source = source_of(name, layout)
+def test_planned_copy_equals_the_source(name, layout_name, reads, balanced):
+    """Read directly, or in batches (what device memory gets): the same copy. Batched, every value the plan
+    reads is fetched before it (no read misses), in at most one batch per level of the type."""
+    source = source_of(name, layout_name)
     col = ad.column(source)
-    copy = _compact(col)
+    batches = _CountingBatches() if reads == "batched" else None
+    copy = _compact(col, batches)
+    if batches is not None:
+        assert not batches.fetch()  # nothing was answered with a placeholder
+        assert batches.batches <= _depth(col.type)
+        if col.type.storage_id in ("string", "large_string", "binary", "large_binary"):
+            assert batches.batches == 1  # every chunk's offsets in one batch
     want = source if isinstance(source, pa.ChunkedArray) else pa.chunked_array([source])
     got = copy.to_pyarrow()
     assert got.equals(want), (got, want)

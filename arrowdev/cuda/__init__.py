@@ -58,7 +58,8 @@ def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None)
         return list(columns)
     if len({c.device for c in todo}) > 1:
         raise ValueError(f"expected columns on one device, got {sorted({c.device for c in todo})}")
-    items = [(_chunked.dtype(c), chunk, _chunked.chunk_null_count(c, i), _chunked.read(c))
+    read = _chunked.planning_reader(todo)  # one reader: device offsets are read in one batch
+    items = [(_chunked.dtype(c), chunk, _chunked.chunk_null_count(c, i), read)
              for c in todo for i, chunk in enumerate(_chunked.chunks(c))]
     copied = iter(transfer.copy_chunks(items, todo[0].device, target, stream))
     results = {}

@@ -126,6 +126,30 @@ class Planner:
         return int.from_bytes(self.read(src + index * width, width), "little", signed=True) if src else 0
 
 
+class _DryPlanner(Planner):
+    """Plans without copying or recording anything: only the reads happen."""
+
+    def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
+                    rebase: tuple[int, int] | None = None) -> None:
+        node.buffers.append(0)
+
+
+def prefetch(trees: list[tuple[DataType, layout.Node, int, int, int]], read: layout.Reader) -> None:
+    """When ``read`` is a :class:`layout.BatchReader`, fills it with every value that planning ``trees``
+    ((type, tree, first row, end row, null count) each) reads: dry plans, each round's missing reads
+    fetched in one batch, until a round misses none (one round per level of nesting whose offsets
+    decide what is read next). A reader of CPU memory is left alone (its reads cost nothing)."""
+    if not isinstance(read, layout.BatchReader):
+        return
+    planner = _DryPlanner()
+    planner.read = read
+    while True:
+        for dtype, tree, lo, hi, null_count in trees:
+            planner.plan(dtype, tree, lo, hi, null_count)
+        if not read.fetch():
+            return
+
+
 class Transfer(Planner):
     """One batch of tree copies from ``source`` to ``target``, on one stream, one event."""
 
@@ -241,6 +265,11 @@ def copy_chunks(items: list[tuple[DataType, Any, int, Callable[[int, int], bytes
     """Copies held arrays ``(type, array, known null count, reader of its memory)`` from
     ``source`` to ``target`` in one batch."""
     transfer = Transfer(source, target, stream)
+    by_reader: dict[int, tuple[Any, list]] = {}
+    for dtype, held, nulls, read in items:  # items sharing a batch reader are read in one batch
+        by_reader.setdefault(id(read), (read, []))[1].append((dtype, layout.Node.of(held), 0, held.length, nulls))
+    for read, trees in by_reader.values():
+        prefetch(trees, read)
     plans = []
     for dtype, held, nulls, read in items:
         transfer.read = read

@@ -30,6 +30,35 @@ def per_call(fn, calls):
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def split_at_launch(call, calls):
+    """Medians (us) of: call start -> launch entry, the launch, launch exit -> call end (``launch`` wrapped
+    where udf/memory.py calls it)."""
+    from arrowdev.udf import memory as udf_memory
+
+    stamps = []
+    original = udf_memory.launch
+
+    def stamped(*a, **k):
+        stamps.append(time.perf_counter())
+        original(*a, **k)
+        stamps.append(time.perf_counter())
+
+    udf_memory.launch = stamped
+    try:
+        parts = []
+        for _ in range(calls):
+            stamps.clear()
+            t0 = time.perf_counter()
+            call()
+            t1 = time.perf_counter()
+            parts.append((stamps[0] - t0, stamps[1] - stamps[0], t1 - stamps[1]))
+    finally:
+        udf_memory.launch = original
+    import statistics
+
+    return [statistics.median(p[i] for p in parts) * 1e6 for i in range(3)]
+
+
 def device_context():
     with cp.cuda.Device(0):
         pass
@@ -77,6 +106,9 @@ def main():
         "cudaGetDevice": lambda: cp.cuda.runtime.getDevice(),
     }
     with stream:
+        before, during, after = split_at_launch(lambda: col.apply(f), args.calls)
+        stream.synchronize()
+        print(f"col.apply: {before:.1f} us before the launch, {during:.1f} us launching, {after:.1f} us after", flush=True)
         for name, fn in parts.items():
             us = per_call(fn, args.calls)
             stream.synchronize()

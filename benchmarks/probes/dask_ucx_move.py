@@ -1,0 +1,127 @@
+"""Probe (GPU, distributed-ucxx): where the time of a GPU partition moved between two Dask workers over UCX
+goes, for arrowdev and CuPy payloads of the same bytes. For each payload: the task's time on the client,
+the receiving worker's transfer log (the comm's own time) and the change of both workers' ``digests_total``
+(distributed's per-activity seconds), and where the sender's memory lives (the CUDA allocation each frame
+sits in: a large RMM pool, or blocks of its own). Payloads: bench_dask's table; one CuPy array; an arrowdev
+column of one uint8 buffer; as many CuPy arrays as the table has buffers, of the same sizes. Then again with
+``ad.cuda.use_rmm()`` on every worker.
+
+    bash .gpu-wheels/run.sh python3 benchmarks/probes/dask_ucx_move.py [--rows N] [--repeats R]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import cupy as cp  # noqa: E402
+import dask  # noqa: E402
+from distributed import Client, LocalCluster, wait  # noqa: E402
+
+import arrowdev as ad  # noqa: E402
+import arrowdev.dask as add  # noqa: E402
+from bench_dask import _ucx_config, make_table  # noqa: E402
+
+
+def _allocation(ptr: int) -> tuple[int, int]:
+    """(start, size) of the CUDA allocation holding device address ``ptr``."""
+    from cuda.bindings import driver
+
+    err, start = driver.cuPointerGetAttribute(driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr)
+    err2, size = driver.cuPointerGetAttribute(driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr)
+    return int(start), int(size)
+
+
+def _frame_pointers(obj) -> list[tuple[int, int]]:
+    from distributed.protocol import serialize
+
+    _, frames = serialize(obj, serializers=("cuda",))
+    out = []
+    for f in frames:
+        cai = getattr(f, "__cuda_array_interface__", None)
+        if cai is not None and cai["shape"][0]:
+            out.append((cai["data"][0], cai["shape"][0]))
+    return out
+
+
+def _where(dask_worker, key) -> str:
+    """Where a stored payload's device frames sit: how many distinct allocations, and their sizes."""
+    obj = dask_worker.data[key]
+    spans = _frame_pointers(obj)
+    allocs = {_allocation(p) for p, _ in spans}
+    sizes = sorted({s for _, s in allocs})
+    return f"{len(spans)} frames in {len(allocs)} allocation(s) of {[round(s / 2**20) for s in sizes][:4]} MiB"
+
+
+def _digests(dask_worker) -> dict:
+    return {"|".join(map(str, k)): v for k, v in dask_worker.digests_total.items() if isinstance(v, (int, float))}
+
+
+def _incoming(dask_worker) -> list:
+    return [(e.get("duration"), e.get("total")) for e in list(dask_worker.transfer_incoming_log)[-1:]]
+
+
+def move(client, make, a, b, repeats):
+    times, comm, where = [], [], None
+    before = {w: client.run(_digests, workers=[w])[w] for w in (a, b)}
+    for i in range(repeats + 1):
+        [future] = client.scatter([make()], workers=[a], hash=False)
+        wait(future)
+        if where is None:
+            where = client.run(_where, key=future.key, workers=[a])[a]
+        t0 = time.perf_counter()
+        client.submit(len, future, workers=[b], pure=False).result()
+        if i:
+            times.append(time.perf_counter() - t0)
+            comm.append(client.run(_incoming, workers=[b])[b])
+        del future
+    after = {w: client.run(_digests, workers=[w])[w] for w in (a, b)}
+    deltas = {}
+    for w, tag in ((a, "A"), (b, "B")):
+        for k, v in after[w].items():
+            d = v - before[w].get(k, 0)
+            if "seconds" in k and d > 1e-4:
+                deltas[f"{tag} {k}"] = d / (repeats + 1)
+    return statistics.median(times), min(times), comm, where, deltas
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=100_000_000)
+    p.add_argument("--repeats", type=int, default=4)
+    args = p.parse_args()
+    tbl = make_table(args.rows)
+    nbytes = add.nbytes(tbl)
+    pool_bytes = -(-3 * nbytes // 2**20) * 2**20
+    with dask.config.set(_ucx_config(True, pool_bytes)), LocalCluster(
+            protocol="ucx", n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        gtbl = tbl.to_device()
+        sizes = [n for _, n in _frame_pointers(gtbl)]
+        print(f"table: {nbytes / 1e9:.2f} GB, {len(sizes)} device frames", flush=True)
+        payloads = {
+            "arrowdev table": lambda: gtbl.slice(0),
+            "CuPy array": lambda: cp.random.randint(0, 255, nbytes, dtype=cp.uint8),
+            "arrowdev 1-buffer column": lambda: ad.column(cp.random.randint(0, 255, nbytes, dtype=cp.uint8)),
+            f"{len(sizes)} CuPy arrays": lambda: [cp.random.randint(0, 255, n, dtype=cp.uint8) for n in sizes],
+        }
+        a, b = sorted(client.scheduler_info()["workers"])
+        for phase in ("default pools", "use_rmm on workers"):
+            if phase == "use_rmm on workers":
+                client.run(ad.cuda.use_rmm)
+            for name, make in payloads.items():
+                med, best, comm, where, deltas = move(client, make, a, b, args.repeats)
+                print(f"[{phase}] {name}: median {med * 1e3:.1f} ms, fastest {best * 1e3:.1f} ms; sender: {where}",
+                      flush=True)
+                print(f"    B's transfer log (s, bytes): {comm}")
+                for k, v in sorted(deltas.items(), key=lambda kv: -kv[1])[:12]:
+                    print(f"    {k}: {v * 1e3:.2f} ms per move")
+
+
+if __name__ == "__main__":
+    main()
