@@ -347,6 +347,8 @@ def from_frames(header: dict[str, Any], frames: list[Any]) -> Any:
     if header.get("frames") != len(frames):
         raise InvalidArrowError(f"expected {header.get('frames')} frames for this arrowdev header, got {len(frames)}")
     if header.get("packed") is not None:
+        if not isinstance(header["packed"], (list, tuple)):
+            raise InvalidArrowError(f"expected the header's packed places to be a list, got {header['packed']!r}")
         frames = _unpacked(header["packed"], frames)
     dtype = _schema_type(bytes(header["schema"]))
     rebuilder = _Rebuilder(frames)
@@ -367,8 +369,9 @@ def _unpacked(places: list, frames: list[Any]) -> list[Any]:
 
     spans = []
     for place in places:
-        if not (isinstance(place, list) and len(place) == 3 and all(type(v) is int and v >= 0 for v in place)
-                and place[0] < len(frames)):
+        # msgpack hands lists back as tuples
+        if not (isinstance(place, (list, tuple)) and len(place) == 3
+                and all(type(v) is int and v >= 0 for v in place) and place[0] < len(frames)):
             raise InvalidArrowError(f"expected each packed place to be [frame, offset, size] within the "
                                     f"{len(frames)} frames, got {place!r}")
         index, offset, nbytes = place
