@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .. import _chunked
 from ..types import DataType, Device
-from . import chunks, deps, probe
+from . import chunks, deps, prepared_calls, probe
 from .execute import run_plan
 from .inputs import Input
 from .memory import Memory
@@ -38,8 +38,13 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
     """``f`` applied row by row over equally long columns on one device; a new column."""
     if not callable(f):
         raise TypeError(f"expected a function, got {type(f).__name__}")
-    deps.require_compiler(Target.CUDA if columns[0].device.type in ("cuda", "cuda_managed") else Target.CPU)
     wanted = None if out_type is None else DataType.from_arrow(out_type)
+    repeatable = stream is None and window is None  # calls on arrowdev's stream, not rolling windows
+    if repeatable:
+        result = prepared_calls.call_prepared(f, columns, null_aware, wanted, string_type)
+        if result is not None:
+            return result
+    deps.require_compiler(Target.CUDA if columns[0].device.type in ("cuda", "cuda_managed") else Target.CPU)
     for col in columns[1:]:
         if len(col) != len(columns[0]):
             raise ValueError(f"expected every column to have {len(columns[0])} rows, got {len(col)} in {col.name!r}")
@@ -52,6 +57,8 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
         inputs = [Input(dtype, held, nulls) for dtype, held, nulls in segment]
         out_dtype, held = run_chunk(f, inputs, device, null_aware, wanted, stream, window, string_type)
         outputs.append(held)
+    if repeatable and device.type in ("cuda", "cuda_managed") and len(segments) == 1:
+        prepared_calls.prepare(f, columns, null_aware, wanted, string_type)
     if out_dtype is None:  # no chunks: the output type still comes from the UDF's typing
         inputs_spec = tuple((input_kind(c.type), False) for c in columns)
         target = Target.CUDA if device.type in ("cuda", "cuda_managed") else Target.CPU

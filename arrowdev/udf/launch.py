@@ -52,8 +52,7 @@ class DeviceView:
 def launch(kernel: Any, n: int, args: list[Any], stream_ptr: int, device_id: int, rows_per_thread: int = 1) -> None:
     """Launches ``kernel(n, *args)`` with enough threads of THREADS per block for ``n`` rows, each
     thread taking ``rows_per_thread`` rows (in the device's context, on stream ``stream_ptr``)."""
-    warps = -(-n // (32 * rows_per_thread))
-    blocks = max(1, -(-warps * 32 // THREADS))
+    blocks = grid_blocks(n, rows_per_thread)
     specialized = _specialized.get(kernel)
     if specialized is not None and _launch_direct(specialized, device_id, blocks, stream_ptr, [n, *args]):
         return
@@ -140,6 +139,20 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
             flat += (0, 0, size, item, value.ptr, size, item)
         else:
             flat.append(value)
+    launch_flat(entry, device_id, blocks, stream_ptr, flat)
+    return True
+
+
+def direct_entry(kernel: Any, device_id: int) -> _DirectEntry | None:
+    """How to launch ``kernel`` directly on ``device_id``, once a launch made it (None before, or where its
+    arguments are of a form only numba passes)."""
+    specialized = _specialized.get(kernel)
+    entry = None if specialized is None else _direct.get((specialized, device_id))
+    return entry if entry is not None and entry.layout is not None else None
+
+
+def launch_flat(entry: _DirectEntry, device_id: int, blocks: int, stream_ptr: int, flat: list[Any]) -> None:
+    """Launches ``entry``'s kernel with its parameters already flat (each array as its seven fields)."""
     block, params = entry.layout.block()
     entry.layout.packer.pack_into(block, 0, *flat)
     with runtime.on_device(device_id):  # the launch goes to the current context: the device's
@@ -147,7 +160,12 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
     if err != _driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"expected the UDF kernel to launch on device {device_id} ({blocks} blocks of "
                            f"{THREADS} threads), but cuLaunchKernel returned {err.name}")
-    return True
+
+
+def grid_blocks(n: int, rows_per_thread: int = 1) -> int:
+    """Blocks of THREADS threads for ``n`` rows, ``rows_per_thread`` rows a thread (whole warps)."""
+    warps = -(-n // (32 * rows_per_thread))
+    return max(1, -(-warps * 32 // THREADS))
 
 
 class _ParamLayout:

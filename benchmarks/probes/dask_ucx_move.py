@@ -3,8 +3,10 @@ goes, for arrowdev and CuPy payloads of the same bytes. For each payload: the ta
 the receiving worker's transfer log (the comm's own time) and the change of both workers' ``digests_total``
 (distributed's per-activity seconds), and where the sender's memory lives (the CUDA allocation each frame
 sits in: a large RMM pool, or blocks of its own). Payloads: bench_dask's table; one CuPy array; an arrowdev
-column of one uint8 buffer; as many CuPy arrays as the table has buffers, of the same sizes. Then again with
-``ad.cuda.use_rmm()`` on every worker.
+column of one uint8 buffer; as many CuPy arrays as the table has device frames, of the same sizes. Then again
+with ``ad.cuda.use_rmm()`` on every worker, and (``--multi-buffer``) with distributed-ucxx's multi-buffer
+sends. First, in this process, a cProfile of the table's ``cuda``-family serialize, deserialize and sizeof to
+``$OUT/ucx_profile.txt``.
 
     bash .gpu-wheels/run.sh python3 benchmarks/probes/dask_ucx_move.py [--rows N] [--repeats R]
 """
@@ -90,15 +92,54 @@ def move(client, make, a, b, repeats):
     return statistics.median(times), min(times), comm, where, deltas
 
 
+def profile_in_process(gtbl) -> None:
+    import cProfile
+    import pstats
+
+    from dask.sizeof import sizeof
+    from distributed.protocol import deserialize, serialize
+
+    def once():
+        header, frames = serialize(gtbl, serializers=("cuda",))
+        got = deserialize(header, frames, deserializers=("cuda",))
+        sizeof(got)
+        return got
+    once()
+    for name, fn in (("serialize", lambda: serialize(gtbl, serializers=("cuda",))), ("sizeof", lambda: sizeof(gtbl))):
+        t0 = time.perf_counter()
+        for _ in range(5):
+            fn()
+        print(f"in process: {name} {(time.perf_counter() - t0) / 5 * 1e3:.2f} ms", flush=True)
+    header, frames = serialize(gtbl, serializers=("cuda",))
+    t0 = time.perf_counter()
+    for _ in range(5):
+        deserialize(header, frames, deserializers=("cuda",))
+    print(f"in process: deserialize {(time.perf_counter() - t0) / 5 * 1e3:.2f} ms", flush=True)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(5):
+        once()
+    profile.disable()
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), "ucx_profile.txt"), "w") as fh:
+        pstats.Stats(profile, stream=fh).sort_stats("tottime").print_stats(30)
+        pstats.Stats(profile, stream=fh).sort_stats("cumtime").print_stats(40)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=100_000_000)
     p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--multi-buffer", action="store_true")
+    p.add_argument("--only", nargs="*", help="payload names to run (default: all)")
     args = p.parse_args()
     tbl = make_table(args.rows)
     nbytes = add.nbytes(tbl)
     pool_bytes = -(-3 * nbytes // 2**20) * 2**20
-    with dask.config.set(_ucx_config(True, pool_bytes)), LocalCluster(
+    profile_in_process(tbl.to_device())
+    config = _ucx_config(True, pool_bytes)
+    if args.multi_buffer:
+        config["distributed-ucxx.multi-buffer"] = True
+    with dask.config.set(config), LocalCluster(
             protocol="ucx", n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         gtbl = tbl.to_device()
@@ -110,6 +151,8 @@ def main():
             "arrowdev 1-buffer column": lambda: ad.column(cp.random.randint(0, 255, nbytes, dtype=cp.uint8)),
             f"{len(sizes)} CuPy arrays": lambda: [cp.random.randint(0, 255, n, dtype=cp.uint8) for n in sizes],
         }
+        if args.only:
+            payloads = {k: v for k, v in payloads.items() if any(o in k for o in args.only)}
         a, b = sorted(client.scheduler_info()["workers"])
         for phase in ("default pools", "use_rmm on workers"):
             if phase == "use_rmm on workers":
