@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import math
 import pickle
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -93,9 +94,30 @@ def _kind_and_columns(obj: Any) -> tuple[str, list[Any]]:
     return "table", obj.columns
 
 
+# Plans kept per object (columns and tables never change): Dask sizes an object when it arrives and
+# serializes it when another worker asks, and planning a table of many chunks costs milliseconds.
+# Keyed by id, the entry removed when the object goes (columns and tables are not hashable).
+_kept_plans: dict[int, tuple[Any, dict[str, Any], list[tuple[int, int]]]] = {}
+
+
+def _keep_plan(obj: Any, header: dict[str, Any], spans: list[tuple[int, int]]) -> None:
+    key = id(obj)
+    _kept_plans[key] = (weakref.ref(obj, lambda _: _kept_plans.pop(key, None)), header, spans)
+
+
 def _plan(obj: Any, source: Device, ready: bool) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     """The header and the (address, size) of each frame of a column or table. ``ready``: its
-    producers have finished (else the memory is read, where it must be, after waiting for them)."""
+    producers have finished (else the memory is read, where it must be, after waiting for them).
+    The header is the caller's to change (a copy of the kept one)."""
+    kept = _kept_plans.get(id(obj))
+    if kept is not None and kept[0]() is obj:
+        return dict(kept[1]), kept[2]
+    header, spans = _make_plan(obj, source, ready)
+    _keep_plan(obj, header, spans)
+    return dict(header), spans
+
+
+def _make_plan(obj: Any, source: Device, ready: bool) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     kind, columns = _kind_and_columns(obj)
     trees = [[(col.type, layout.Node.of(held), 0, held.length, -1 if nulls is None else nulls)
               for held, nulls in zip(_chunked.chunks(col), _chunked.null_counts(col))] for col in columns]
@@ -187,39 +209,80 @@ def device_frames(obj: Any) -> tuple[dict[str, Any], list[Any]]:
 
 
 # A transport pays per frame (UCX about 0.1 ms: a rendezvous each, awaited in turn); a device copy of the
-# same 0.1 ms moves about 150 MB. Buffers below this size travel copied together in one frame.
+# same 0.1 ms moves about 150 MB. So buffers that lie back to back in one allocation (a table received as
+# one frame) travel as one frame over them, and the other buffers below PACK_BELOW bytes are copied
+# together into one packed frame; the larger ones travel as frames of their own.
 PACK_BELOW = 64 << 20
 _PACK_ALIGNMENT = 256  # where each buffer starts in the packed frame (CUDA's allocation alignment)
 
 
 def _device_frames(header: dict[str, Any], spans: list[tuple[int, int]], obj: Any, device_id: int) -> list[Any]:
-    """The frames of device spans: each large buffer a frame over the source itself, the small ones copied
-    into one packed frame (then ``header["packed"]`` says where each span is: [frame, offset, size])."""
-    small = {i for i, (_, nbytes) in enumerate(spans) if nbytes < PACK_BELOW}
-    if len(small) < 2:
-        return [DeviceFrame(address, nbytes, obj) for address, nbytes in spans]
+    """The frames of device spans (above); where they are not one per span, ``header["packed"]`` says
+    where each span is: [frame, offset, size]."""
+    places: list[list[int] | None] = [None] * len(spans)
+    frames: list[Any] = []
+    alone = []
+    for run in _adjacent_runs(spans):
+        start, end = spans[run[0]][0], max(spans[i][0] + spans[i][1] for i in run)
+        if len(run) > 1 and _in_one_allocation(start, end):
+            for i in run:
+                places[i] = [len(frames), spans[i][0] - start, spans[i][1]]
+            frames.append(DeviceFrame(start, end - start, obj))
+        else:
+            alone.extend(run)
+    small = sorted(i for i in alone if spans[i][1] < PACK_BELOW)
+    for i in sorted(set(alone) - set(small)) if len(small) > 1 else sorted(alone):
+        places[i] = [len(frames), 0, spans[i][1]]
+        frames.append(DeviceFrame(*spans[i], obj))
+    if len(small) > 1:
+        frames.append(_packed_frame(spans, small, places, len(frames), device_id))
+    if any(place != [i, 0, spans[i][1]] for i, place in enumerate(places)):
+        header["frames"], header["packed"] = len(frames), places
+        return frames
+    return [DeviceFrame(address, nbytes, obj) for address, nbytes in spans]  # one frame per span, in order
+
+
+def _adjacent_runs(spans: list[tuple[int, int]]) -> list[list[int]]:
+    """Span indices in runs of spans that follow each other in memory (gaps under the allocation
+    alignment), in address order."""
+    runs: list[list[int]] = []
+    end = None  # where the last run ends; None after an empty span, which stands alone
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][0]):
+        address, nbytes = spans[i]
+        if end is not None and nbytes and address <= end + _PACK_ALIGNMENT:
+            runs[-1].append(i)
+            end = max(end, address + nbytes)
+        else:
+            runs.append([i])
+            end = address + nbytes if nbytes else None
+    return runs
+
+
+def _in_one_allocation(start: int, end: int) -> bool:
+    """Whether device bytes [start, end) lie in one CUDA allocation (a transport maps one at a time)."""
+    from .cuda import runtime
+
+    base, size = runtime.allocation_range(start)
+    return base <= start and end <= base + size
+
+
+def _packed_frame(spans: list[tuple[int, int]], small: list[int], places: list, index: int, device_id: int) -> Any:
+    """One device buffer holding copies of spans ``small`` (each at an aligned offset; their places
+    filled in as frame ``index``), ready once this returns."""
     from .cuda import memory, runtime
 
-    places, frames, position = [], [], 0
-    for i, (address, nbytes) in enumerate(spans):
-        if i in small:
-            places.append([None, position, nbytes])
-            position += -(-nbytes // _PACK_ALIGNMENT) * _PACK_ALIGNMENT
-        else:
-            places.append([len(frames), 0, nbytes])
-            frames.append(DeviceFrame(address, nbytes, obj))
+    position = 0
+    for i in small:
+        places[i] = [index, position, spans[i][1]]
+        position += -(-spans[i][1] // _PACK_ALIGNMENT) * _PACK_ALIGNMENT
     stream = runtime.stream_for(device_id)
     packed = memory.DeviceBuffer(position, device_id, stream)
     api = runtime.cupy().cuda.runtime
     with runtime.on_device(device_id):
-        for i in sorted(small):
-            address, nbytes = spans[i]
-            places[i][0] = len(frames)
-            api.memcpyAsync(packed.ptr + places[i][1], address, nbytes, api.memcpyDeviceToDevice, stream.ptr)
+        for i in small:
+            api.memcpyAsync(packed.ptr + places[i][1], spans[i][0], spans[i][1], api.memcpyDeviceToDevice, stream.ptr)
         stream.synchronize()  # UCX orders its sends after the default stream only
-    frames.append(DeviceFrame(packed.ptr, position, packed))
-    header["frames"], header["packed"] = len(frames), places
-    return frames
+    return DeviceFrame(packed.ptr, position, packed)
 
 
 def reduce(obj: Any, protocol: int) -> tuple[Any, tuple]:
@@ -275,6 +338,7 @@ class _Rebuilder:
             owners: list[Any] = []
             self.frames.append((*_frame_address(frame, owners), owners))
         self.on_device = any(f[2] for f in self.frames)
+        self.used: dict[int, list[int]] = {}  # span -> the address of each buffer made of it
         self.device = Device.cpu()
         self.events: list[Any] = []  # rebases enqueued on arrowdev's stream for the device, in order
         if self.on_device:
@@ -296,16 +360,35 @@ class _Rebuilder:
         address, nbytes, on_device, owners = self.frames[entry[0]]
         if len(entry) == 1:
             keep.extend(owners)
+            self.used.setdefault(entry[0], []).append(address)
             return address
         width, value = entry[1], entry[2]
         if on_device:  # the frame stays alive with the array: the rebase reads it asynchronously
             rebased, event = _rebase_on_device(address, nbytes, width, value, self.device.id)
             self.events.append(event)
             keep.extend([rebased, *owners])
-            return rebased.ptr
-        rebased = np.frombuffer(_host_frame(address, nbytes, owners), dtype=_OFFSET_TYPES[width]) - value
-        keep.append(rebased)
-        return rebased.ctypes.data
+            rebased_address = rebased.ptr
+        else:
+            rebased = np.frombuffer(_host_frame(address, nbytes, owners), dtype=_OFFSET_TYPES[width]) - value
+            keep.append(rebased)
+            rebased_address = rebased.ctypes.data
+        self.used.setdefault(entry[0], []).append(rebased_address)
+        return rebased_address
+
+    def keep_received_plan(self, obj: Any, header: dict[str, Any]) -> None:
+        """Keeps what sending ``obj`` on would plan: the received nodes over the buffers it was built on
+        (rebased offsets as they now are), so a received table is sized and sent on without planning.
+        Not kept where a span became two different buffers (one frame rebased twice)."""
+        spans = []
+        for index, (address, nbytes, _, _) in enumerate(self.frames):
+            used = set(self.used.get(index, [address]))
+            if len(used) != 1:
+                return
+            spans.append((used.pop(), nbytes))
+        sent_on = {key: value for key, value in header.items() if key != "packed"}
+        sent_on.update(device=[self.device.code, self.device.id], frames=len(spans),
+                       columns=[[_without_rebases(node) for node in nodes] for nodes in header["columns"]])
+        _keep_plan(obj, sent_on, spans)
 
     def build(self, dtype: DataType, node: list, top: bool = False) -> Any:
         """The held array (of ``dtype``) of a node and its subtree; a top node carries the event of
@@ -321,6 +404,14 @@ class _Rebuilder:
         return _capsules.build(dtype, length, null_count, offset, addresses, kids, dictionary,
                                device_type=self.device.code, device_id=self.device.id, keepalive=keep,
                                sync_event=None if event is None else event.address)
+
+
+def _without_rebases(node: Any) -> list:
+    """A received header node as the receiver now holds it: its offsets already rebased."""
+    length, null_count, offset, buffers, children, dictionary = node
+    return [length, null_count, offset, [None if b is None else [b[0]] for b in buffers],
+            [_without_rebases(child) for child in children],
+            None if dictionary is None else _without_rebases(dictionary)]
 
 
 def _rebase_on_device(address: int, nbytes: int, width: int, value: int, device_id: int) -> tuple[Any, Any]:
@@ -360,6 +451,7 @@ def from_frames(header: dict[str, Any], frames: list[Any]) -> Any:
     source = Device.from_code(*header["device"])
     if source.type in ("cuda", "cuda_managed") and not rebuilder.on_device:
         return _to_current_gpu(obj)
+    rebuilder.keep_received_plan(obj, header)
     return obj
 
 

@@ -330,17 +330,17 @@ def test_gpu_cuda_family_sends_device_frames_zero_copy(layout, monkeypatch):
 def test_gpu_cuda_family_packs_small_buffers_into_one_frame(monkeypatch):
     """Buffers of at least PACK_BELOW bytes travel as frames over the source; the others copied into one
     frame (a transport pays per frame). Received, the columns equal the source and hold the frames."""
-    monkeypatch.setattr(_serialize, "PACK_BELOW", 4096)
+    monkeypatch.setattr(_serialize, "PACK_BELOW", 3000)
     source = pa.table({"big": pa.array(np.arange(1000, dtype=np.int64)), "s": _chunked_table().column("s").to_pyarrow(),
                        "a": _chunked_table().column("a").to_pyarrow()})
     gpu = ad.table(source).to_device()
     spans = _serialize._plan(gpu, gpu.device, ready=True)[1]
-    large = sorted(address for address, size in spans if size >= 4096)
+    large = sorted(address for address, size in spans if size >= 3000)
     header, frames = serialize(gpu, serializers=("cuda",))
     assert len(header["sub-header"]["packed"]) == len(spans) and large and len(large) < len(spans)
     assert len(frames) == len(large) + 1
     assert sorted(f.__cuda_array_interface__["data"][0] for f in frames[:-1]) == large  # sent in place
-    assert frames[-1].nbytes < sum(size for _, size in spans if size < 4096) + 9 * 256
+    assert frames[-1].nbytes < sum(size + 256 for _, size in spans if size < 3000)
     got = deserialize(header, frames, deserializers=("cuda",))
     del frames
     assert got.device.type == "cuda" and got.to_pyarrow().equals(source)
@@ -367,3 +367,59 @@ def test_gpu_planning_reads_device_offsets_in_one_batch(monkeypatch):
     assert batches == [40, 40] and not single
     got = deserialize(header, frames, deserializers=("cuda",))
     assert got.to_pyarrow().equals(gpu.to_pyarrow())
+
+
+def test_a_received_table_is_sized_and_sent_on_without_planning(monkeypatch):
+    """What the receiver holds is what the header described: sizing it and sending it on reuse that
+    (planning a table of many chunks costs milliseconds), and what is sent on is the received buffers,
+    rebased offsets included."""
+    source = _chunked_table().slice(3, 990)  # string offsets that do not start at 0: rebased on receipt
+    header, frames = serialize(source, serializers=("dask",))
+    got = deserialize(header, frames)
+    monkeypatch.setattr(_serialize, "_make_plan", lambda *a: pytest.fail("planned again"))
+    assert add.nbytes(got) == add.nbytes(source)
+    header2, frames2 = serialize(got, serializers=("dask",))
+    assert _frame_spans(frames2) == _spans(got)  # the received (and rebased) buffers, in place
+    again = deserialize(header2, frames2)
+    assert again.to_pyarrow().equals(source.to_pyarrow())
+
+
+def test_kept_plans_go_with_their_objects():
+    import gc
+
+    tbl = _chunked_table()
+    add.nbytes(tbl)
+    kept = len(_serialize._kept_plans)
+    del tbl
+    gc.collect()
+    assert len(_serialize._kept_plans) == kept - 1
+
+
+@pytest.mark.parametrize("spans, runs", [
+    ([(0, 100), (256, 100), (1000, 8)], [[0, 1], [2]]),  # gaps under 256 bytes join
+    ([(512, 8), (0, 100)], [[1], [0]]),  # in address order
+    ([(0, 1000), (100, 50), (1100, 8)], [[0, 1, 2]]),  # overlapping spans join, the run ends at the furthest
+    ([(0, 0), (0, 8)], [[0], [1]]),  # an empty span stands alone
+])
+def test_adjacent_spans_form_runs(spans, runs):
+    assert _serialize._adjacent_runs(spans) == runs
+
+
+@pytest.mark.gpu
+def test_gpu_a_received_table_travels_on_as_its_frames_without_copies():
+    """Received as one packed frame, a table's buffers lie back to back in one allocation: sent on,
+    they travel as that one frame again, not copied."""
+    from arrowdev.cuda import memory_stats
+
+    gpu = ad.table(_chunked_table().to_pyarrow()).to_device()
+    header, frames = serialize(gpu, serializers=("cuda",))
+    got = deserialize(header, frames, deserializers=("cuda",))
+    received = frames[-1].__cuda_array_interface__["data"][0], frames[-1].nbytes
+    del frames
+    allocations = memory_stats()["allocations"]
+    header2, frames2 = serialize(got, serializers=("cuda",))
+    assert memory_stats()["allocations"] == allocations  # nothing copied
+    assert [(f.__cuda_array_interface__["data"][0], f.nbytes) for f in frames2] == [received]
+    again = deserialize(header2, frames2, deserializers=("cuda",))
+    del frames2
+    assert again.to_pyarrow().equals(gpu.to_pyarrow())

@@ -229,6 +229,18 @@ def read_many(requests: list[tuple[int, int]], device_id: int) -> list[bytes]:
     return out
 
 
+def allocation_range(address: int) -> tuple[int, int]:
+    """(start, size) of the CUDA allocation holding device address ``address``; (address, 0) where the
+    driver does not know the address."""
+    api = driver()
+    attribute = api.CUpointer_attribute
+    err, start = api.cuPointerGetAttribute(attribute.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, address)
+    err_size, size = api.cuPointerGetAttribute(attribute.CU_POINTER_ATTRIBUTE_RANGE_SIZE, address)
+    if err != api.CUresult.CUDA_SUCCESS or err_size != api.CUresult.CUDA_SUCCESS:
+        return address, 0
+    return int(start), int(size)
+
+
 def pointer_device(address: int) -> tuple[str, int]:
     """(device type name, device id) of a pointer: 'cuda', 'cuda_managed', 'cuda_host' or 'cpu'."""
     runtime = cupy().cuda.runtime

@@ -1,6 +1,6 @@
 """Probe (GPU): where the time of a numeric UDF call goes at 10^3 and 10^7 rows (``x * 2 + 1`` on float64):
 the whole call timed alone (CUDA events around it, as bench_udf does), the kernel alone (events around the
-launch), host time per call, and calls queued back to back (one event pair around 200 calls); CuPy's
+driver launch, ``launch.launch_flat``), host time per call, and calls queued back to back (one event pair around 200 calls); CuPy's
 ``x * 2 + 1`` and a device copy the same ways. Then a cProfile of 3 000 calls at 10^3 rows to
 ``$OUT/numeric_profile.txt``.
 
@@ -11,11 +11,11 @@ import cProfile, os, pstats, statistics, time
 import cupy as cp
 
 import arrowdev as ad
-from arrowdev.udf import memory as udf_memory
+from arrowdev.udf import launch as udf_launch
 
 stream = ad.cuda.runtime.stream_for(0)
 kernel_events = []
-original_launch = udf_memory.launch
+original_launch = udf_launch.launch_flat
 
 
 def timed_launch(*args, **kwargs):
@@ -62,10 +62,10 @@ with stream:
         col = ad.column(x)
         f = lambda v: v * 2 + 1  # noqa: E731
         whole, host = alone(lambda: col.apply(f))
-        udf_memory.launch = timed_launch
+        udf_launch.launch_flat = timed_launch
         kernel_events.clear()
         alone(lambda: col.apply(f))
-        udf_memory.launch = original_launch
+        udf_launch.launch_flat = original_launch
         kernel = statistics.median(cp.cuda.get_elapsed_time(s, e) / 1e3 for s, e in kernel_events)
         q = queued(lambda: col.apply(f))
         cupy_alone, _ = alone(lambda: x * 2 + 1)

@@ -31,19 +31,17 @@ def per_call(fn, calls):
 
 
 def split_at_launch(call, calls):
-    """Medians (us) of: call start -> launch entry, the launch, launch exit -> call end (``launch`` wrapped
-    where udf/memory.py calls it)."""
-    from arrowdev.udf import memory as udf_memory
-
+    """Medians (us) of: call start -> launch entry, the launch, launch exit -> call end (the driver launch,
+    ``launch.launch_flat``, wrapped: both the general and the prepared path call it)."""
     stamps = []
-    original = udf_memory.launch
+    original = launch.launch_flat
 
     def stamped(*a, **k):
         stamps.append(time.perf_counter())
         original(*a, **k)
         stamps.append(time.perf_counter())
 
-    udf_memory.launch = stamped
+    launch.launch_flat = stamped
     try:
         parts = []
         for _ in range(calls):
@@ -53,7 +51,7 @@ def split_at_launch(call, calls):
             t1 = time.perf_counter()
             parts.append((stamps[0] - t0, stamps[1] - stamps[0], t1 - stamps[1]))
     finally:
-        udf_memory.launch = original
+        launch.launch_flat = original
     import statistics
 
     return [statistics.median(p[i] for p in parts) * 1e6 for i in range(3)]
