@@ -14,6 +14,9 @@
    ``--protocol tcp`` (default): distributed's ``dask`` family, host frames (GPU data through pinned
    memory). ``--protocol ucx`` (needs distributed-ucxx): the ``cuda`` family, device frames moved GPU to
    GPU by UCX (transports tcp, cuda_copy, cuda_ipc; an RMM pool in each process, as dask-cuda advises).
+   The arrowdev table is timed twice: as scattered to worker A (its buffers where the frames it arrived in
+   put them: back to back, sent on as one frame), and as a copy made on worker A (its buffers apart:
+   over UCX the small ones are copied into one frame first).
 3. The UDF pipeline (append ``y = f(a, b)``) on a 1-worker cluster, the partition already on the
    worker, against the same call in process (ratio = in-process time / cluster time; goal >= 0.9).
 
@@ -102,15 +105,22 @@ def bench_serialize(sizes: list[int], repeats: int) -> None:
               f"{t_raw * 1e3:>12.3f} {t_raw / t_rt:>6.2f}")
 
 
-def _move_times(client: Client, makers: list[Callable[[], Any]], source: str, target: str,
+def _made_on_the_worker(t: ad.ArrowTable) -> ad.ArrowTable:
+    """A copy of ``t`` made where it is, in buffers of their own (as a worker's own computation leaves it)."""
+    return t.to_host().to_device() if t.device.type == "cuda" else ad.table(t.to_pyarrow())
+
+
+def _move_times(client: Client, makers: list[tuple[Callable[[], Any], Callable | None]], source: str, target: str,
                 repeats: int) -> list[tuple[float, float]]:
-    """Per maker, (median, fastest) time of a task on ``target`` that needs data scattered to ``source``
-    (fresh data each time; the makers take turns, so a busy machine slows them alike; the first round,
-    which opens the connection between the workers, is not counted)."""
+    """Per (maker, function run on ``source`` first or None), (median, fastest) time of a task on ``target``
+    that needs data scattered to ``source`` (fresh data each time; the makers take turns, so a busy machine
+    slows them alike; the first round, which opens the connection between the workers, is not counted)."""
     times: list[list[float]] = [[] for _ in makers]
     for i in range(repeats + 1):
-        for k, make in enumerate(makers):
+        for k, (make, on_source) in enumerate(makers):
             [future] = client.scatter([make()], workers=[source], hash=False)
+            if on_source is not None:
+                future = client.submit(on_source, future, workers=[source], pure=False)
             wait(future)
             t0 = time.perf_counter()
             client.submit(len, future, workers=[target], pure=False).result()
@@ -153,19 +163,22 @@ def bench_move(rows: int, repeats: int, gpu: bool, protocol: str) -> None:
             make_peer = lambda: cp.random.randint(0, 255, nbytes, dtype=cp.uint8)  # noqa: E731
         else:
             make_peer = lambda: np.random.default_rng().integers(0, 255, nbytes, dtype=np.uint8)  # noqa: E731
-        makers = [lambda: tbl.slice(0), make_peer]
+        # a table as received from elsewhere (its buffers in the frames it came in), one made on the worker
+        makers = [(lambda: tbl.slice(0), None), (make_peer, None), (lambda: tbl.slice(0), _made_on_the_worker)]
         if not gpu:  # distributed's own serializer of PyArrow tables (an IPC stream: one copy), for reference
-            makers.append(lambda: tbl.to_pyarrow())
+            makers.append((lambda: tbl.to_pyarrow(), None))
         a, b = sorted(client.scheduler_info()["workers"])
         measured = _move_times(client, makers, a, b, 2 * repeats)
         comm = "UCX: " + ", ".join(client.run(_ucx_transports)[b]) if protocol == "ucx" else "TCP"
-    (t_table, best_table), (t_peer, best_peer) = measured[:2]
+    (t_table, best_table), (t_peer, best_peer), (t_made, best_made) = measured[:3]
     peer = "CuPy" if gpu else "NumPy"
     print(f"2. a partition moved between two workers ({'GPU' if gpu else 'CPU'}, {comm}), {nbytes / 1e6:.1f} MB: "
           f"arrowdev {t_table * 1e3:.1f} ms (fastest {best_table * 1e3:.1f}), {peer} {t_peer * 1e3:.1f} ms "
           f"(fastest {best_peer * 1e3:.1f}), ratio {t_peer / t_table:.2f} (fastest: {best_peer / best_table:.2f})")
+    print(f"   an arrowdev table made on the sending worker (its buffers apart): {t_made * 1e3:.1f} ms (fastest "
+          f"{best_made * 1e3:.1f}), ratio {t_peer / t_made:.2f}")
     if not gpu:
-        print(f"   a pyarrow.Table of the same data: {measured[2][0] * 1e3:.1f} ms")
+        print(f"   a pyarrow.Table of the same data: {measured[3][0] * 1e3:.1f} ms")
 
 
 def bench_pipeline(rows: int, repeats: int, gpu: bool) -> None:
