@@ -344,7 +344,7 @@ def test_gpu_cuda_family_packs_small_buffers_into_one_frame(monkeypatch):
     got = deserialize(header, frames, deserializers=("cuda",))
     del frames
     assert got.device.type == "cuda" and got.to_pyarrow().equals(source)
-    assert [c.num_chunks for c in got.columns] == [1, 3, 1]
+    assert [c.num_chunks for c in got.columns] == [c.num_chunks for c in gpu.columns]
 
 
 @pytest.mark.gpu
@@ -364,7 +364,7 @@ def test_gpu_planning_reads_device_offsets_in_one_batch(monkeypatch):
     header, frames = serialize(gpu, serializers=("cuda",))
     assert batches == [2 * 20]  # each chunk: its first and last offsets
     assert add.nbytes(gpu) == sum(size for _, _, size in header["sub-header"]["packed"])
-    assert batches == [40, 40] and not single
+    assert batches == [40] and not single  # sized from the plan kept when it was serialized
     got = deserialize(header, frames, deserializers=("cuda",))
     assert got.to_pyarrow().equals(gpu.to_pyarrow())
 
@@ -419,7 +419,8 @@ def test_gpu_a_received_table_travels_on_as_its_frames_without_copies():
     allocations = memory_stats()["allocations"]
     header2, frames2 = serialize(got, serializers=("cuda",))
     assert memory_stats()["allocations"] == allocations  # nothing copied
-    assert [(f.__cuda_array_interface__["data"][0], f.nbytes) for f in frames2] == [received]
+    [(address, nbytes)] = [(f.__cuda_array_interface__["data"][0], f.nbytes) for f in frames2]
+    assert address == received[0] and received[1] - 256 < nbytes <= received[1]  # less the last padding
     again = deserialize(header2, frames2, deserializers=("cuda",))
     del frames2
     assert again.to_pyarrow().equals(gpu.to_pyarrow())
