@@ -103,14 +103,14 @@ def external_stream(handle: Any, device_id: int) -> Any:
         return cp.cuda.Stream.from_external(source)
 
 
-_ALREADY_CURRENT = contextlib.nullcontext()  # reusable: it holds nothing
+ALREADY_CURRENT = contextlib.nullcontext()  # what on_device gives when the device is current (reusable)
 
 
 def on_device(device_id: int) -> Any:
     """A context in which ``device_id`` is the current device: a null context when it already is (asking
     costs less than CuPy's switch and switch back, on paths taken once per UDF call)."""
     cp = cupy()
-    return _ALREADY_CURRENT if cp.cuda.runtime.getDevice() == device_id else cp.cuda.Device(device_id)
+    return ALREADY_CURRENT if cp.cuda.runtime.getDevice() == device_id else cp.cuda.Device(device_id)
 
 
 def stream_for(device_id: int, stream: Any = None) -> Any:

@@ -151,11 +151,14 @@ def direct_entry(kernel: Any, device_id: int) -> _DirectEntry | None:
     return entry if entry is not None and entry.layout is not None else None
 
 
-def launch_flat(entry: _DirectEntry, device_id: int, blocks: int, stream_ptr: int, flat: list[Any]) -> None:
-    """Launches ``entry``'s kernel with its parameters already flat (each array as its seven fields)."""
+def launch_flat(entry: _DirectEntry, device_id: int, blocks: int, stream_ptr: int, flat: list[Any],
+                device_is_current: bool = False) -> None:
+    """Launches ``entry``'s kernel with its parameters already flat (each array as its seven fields);
+    ``device_is_current``: the caller has checked that ``device_id`` is the current device."""
     block, params = entry.layout.block()
     entry.layout.packer.pack_into(block, 0, *flat)
-    with runtime.on_device(device_id):  # the launch goes to the current context: the device's
+    # the launch goes to the current context: the device's
+    with runtime.ALREADY_CURRENT if device_is_current else runtime.on_device(device_id):
         err = _driver.cuLaunchKernel(entry.function, blocks, 1, 1, THREADS, 1, 1, 0, stream_ptr, params, 0)[0]
     if err != _driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"expected the UDF kernel to launch on device {device_id} ({blocks} blocks of "

@@ -34,37 +34,39 @@ _lock = threading.Lock()
 _OFFSET_KINDS = {Kind.UTF8_32: 4, Kind.UTF8_64: 8}
 
 
-def _key(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType | None, string_type: str) -> tuple | None:
-    """The prepared call's key, or None where a column is not one chunk without nulls on a GPU."""
-    layout = []
+def _key(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType | None,
+         string_type: str) -> tuple[tuple | None, list[Any]]:
+    """(the prepared call's key, each column's one chunk); a key of None where a column is not one chunk
+    without nulls on a GPU."""
+    layout, helds = [], []
     for col in columns:
         chunks = _chunked.chunks(col)
         if len(chunks) != 1:
-            return None
+            return None, helds
         held = chunks[0]
         if held.device_type not in (2, 13) or (_chunked.null_counts(col)[0] != 0 and held.buffers[0]):
-            return None  # not CUDA / CUDA managed memory, or a validity bitmap with nulls (or not counted)
+            return None, helds  # not CUDA / CUDA managed memory, or a validity bitmap with nulls (or not counted)
         layout.append((_chunked.dtype(col), held.device_type, held.device_id))
-    return (function_key(f), null_aware, out_type, string_type, tuple(layout))
+        helds.append(held)
+    return (function_key(f), null_aware, out_type, string_type, tuple(layout)), helds
 
 
 def call_prepared(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType | None,
                   string_type: str) -> Any | None:
     """``f`` over ``columns`` through a prepared call; None where there is none for this layout (yet)."""
-    key = _key(f, columns, null_aware, out_type, string_type)
+    key, helds = _key(f, columns, null_aware, out_type, string_type)
     prepared = None if key is None else _prepared.get(key)
     if prepared is None:
         return None
-    return prepared(columns)
+    return prepared(helds, type(columns[0]))
 
 
 def prepare(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType | None, string_type: str) -> None:
     """After a call went the general way: keeps a prepared call for its layout where the layout qualifies
     and the kernel has a direct launch."""
-    key = _key(f, columns, null_aware, out_type, string_type)
+    key, helds = _key(f, columns, null_aware, out_type, string_type)
     if key is None or key in _prepared:
         return
-    helds = [_chunked.chunks(col)[0] for col in columns]
     inputs = [Input(_chunked.dtype(col), held, 0) for col, held in zip(columns, helds)]
     plan = plan_for(f, inputs, Target.CUDA, null_aware, out_type, None, string_type)
     device_id = helds[0].device_id
@@ -104,10 +106,11 @@ class PreparedCall:
         self.flags = _stand_in_fields(device_id)
         self.readers = [_reader(x.kind, x.np_dtype) for x in inputs]
 
-    def __call__(self, columns: list[Any]) -> Any | None:
+    def __call__(self, helds: list[Any], column_type: type) -> Any | None:
+        """The output column (of ``column_type``) over input chunks ``helds``; None, doing nothing, where the
+        general path must run (another device is current, lengths differ)."""
         if runtime.cupy().cuda.runtime.getDevice() != self.device_id:
-            return None  # another device is current: the general path switches
-        helds = [_chunked.chunks(col)[0] for col in columns]
+            return None  # the general path switches devices
         n = helds[0].length
         if any(h.length != n for h in helds):
             return None  # the general path names the mismatch
@@ -122,12 +125,13 @@ class PreparedCall:
             flat += self.flags  # no validity: the stand-in
             flat += (held.offset, held.buffers[2] if reader in (_strings, _large_strings) else 0)
         rows_per_thread = codegen.BALLOT_ROWS if self.ballot else 1
-        launch.launch_flat(self.entry, self.device_id, launch.grid_blocks(n, rows_per_thread), stream.ptr, flat)
+        launch.launch_flat(self.entry, self.device_id, launch.grid_blocks(n, rows_per_thread), stream.ptr, flat,
+                           device_is_current=True)
         event = runtime.SyncEvent(stream, self.device_id)
         memory.keep_until(event.event, [helds])  # the inputs, read by the queued kernel
         held = _capsules.build(self.arrow_type, n, 0, 0, [0, out.ptr], [], device_type=self.device_type,
                                device_id=self.device_id, keepalive=[out, event], sync_event=event.address)
-        return type(columns[0])(self.arrow_type, [held])
+        return column_type(self.arrow_type, [held])
 
 
 def _stand_in_fields(device_id: int) -> tuple[int, ...]:
