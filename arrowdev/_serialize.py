@@ -276,13 +276,13 @@ def _packed_frame(spans: list[tuple[int, int]], small: list[int], places: list, 
         places[i] = [index, position, spans[i][1]]
         position += -(-spans[i][1] // _PACK_ALIGNMENT) * _PACK_ALIGNMENT
     stream = runtime.stream_for(device_id)
-    packed = memory.DeviceBuffer(position, device_id, stream)
+    address, owner = memory.transport_buffer(position, device_id, stream)
     api = runtime.cupy().cuda.runtime
     with runtime.on_device(device_id):
         for i in small:
-            api.memcpyAsync(packed.ptr + places[i][1], spans[i][0], spans[i][1], api.memcpyDeviceToDevice, stream.ptr)
+            api.memcpyAsync(address + places[i][1], spans[i][0], spans[i][1], api.memcpyDeviceToDevice, stream.ptr)
         stream.synchronize()  # UCX orders its sends after the default stream only
-    return DeviceFrame(packed.ptr, position, packed)
+    return DeviceFrame(address, position, owner)
 
 
 def reduce(obj: Any, protocol: int) -> tuple[Any, tuple]:

@@ -65,6 +65,20 @@ class RmmPool:
         """Nothing is cached here (RMM's pool caches, for everyone)."""
 
 
+def transport_buffer(nbytes: int, device_id: int, stream: Any) -> tuple[int, Any]:
+    """(address, owner) of device memory for a frame handed to a transport: from RMM's current resource
+    where RMM is installed (what distributed-ucxx receives into; UCX maps an allocation once, and a pool is
+    one allocation), else from arrowdev's pool. Allocated in ``stream``'s order."""
+    try:
+        import rmm
+    except ImportError:
+        buffer = DeviceBuffer(nbytes, device_id, stream)
+        return buffer.ptr, buffer
+    with runtime.on_device(device_id):
+        made = rmm.DeviceBuffer(size=nbytes, stream=_rmm_stream(stream))
+    return made.ptr, made
+
+
 def _rmm() -> Any:
     try:
         import rmm
