@@ -40,6 +40,9 @@ def pool() -> Any:
     """arrowdev's device memory pool (a ``cupy.cuda.MemoryPool``, made on first use, or the
     :class:`RmmPool` after :func:`use_rmm`)."""
     global _pool
+    made = _pool  # the common case, without the lock (a UDF call allocates once)
+    if made is not None:
+        return made
     cp = runtime.cupy()
     with _lock:
         if _pool is None:

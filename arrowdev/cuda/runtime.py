@@ -138,9 +138,12 @@ def _event_handles(events: Iterable[int]) -> list[int]:
 
 def wait_on_events(stream: Any, events: Iterable[int]) -> None:
     """Makes ``stream`` wait for every producer event (``cudaEvent_t*``) before later work."""
-    for handle in _event_handles(events):
+    wait = None
+    for address in events:
+        handle = ctypes.c_void_p.from_address(address).value if address else None
         if handle:
-            _on_event(handle, cupy().cuda.runtime.streamWaitEvent, stream.ptr, handle, 0)
+            wait = wait or cupy().cuda.runtime.streamWaitEvent
+            _on_event(handle, wait, stream.ptr, handle, 0)
 
 
 def synchronize_events(events: Iterable[int]) -> None:
