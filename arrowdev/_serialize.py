@@ -46,7 +46,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _capsules, _chunked, layout
-from .cuda.transfer import Planner, PlannedNode, prefetch
+from .cuda.transfer import Planner, PlannedNode
 from .types import DataType, Device
 
 __all__ = ["DeviceFrame", "add_pickle_hook", "device_frames", "from_frames", "host_frames", "nbytes", "reduce",
@@ -121,10 +121,13 @@ def _make_plan(obj: Any, source: Device, ready: bool) -> tuple[dict[str, Any], l
     kind, columns = _kind_and_columns(obj)
     trees = [[(col.type, layout.Node.of(held), 0, held.length, -1 if nulls is None else nulls)
               for held, nulls in zip(_chunked.chunks(col), _chunked.null_counts(col))] for col in columns]
-    planner = _SpanPlanner()
-    planner.read = _chunked.planning_reader(columns, ready)
-    prefetch([tree for col_trees in trees for tree in col_trees], planner.read)  # device reads: one batch
-    planned = [[_encode(planner.plan(*tree)) for tree in col_trees] for col_trees in trees]
+    read = _chunked.planning_reader(columns, ready)
+    while True:  # device memory: each round's reads in one batch, until a round reads nothing new
+        planner = _SpanPlanner()
+        planner.read = read
+        planned = [[_encode(planner.plan(*tree)) for tree in col_trees] for col_trees in trees]
+        if not isinstance(read, layout.BatchReader) or not read.fetch():
+            break
     dtype = columns[0].type if kind == "column" else obj.schema
     header = {"kind": kind, "device": [source.code, source.id], "schema": _schema_bytes(dtype),
               "rows": len(obj), "columns": planned, "frames": len(planner.spans)}

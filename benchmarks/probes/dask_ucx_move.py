@@ -2,7 +2,8 @@
 goes, for arrowdev and CuPy payloads of the same bytes. For each payload: the task's time on the client,
 the receiving worker's transfer log (the comm's own time) and the change of both workers' ``digests_total``
 (distributed's per-activity seconds), and where the sender's memory lives (the CUDA allocation each frame
-sits in: a large RMM pool, or blocks of its own). Payloads: bench_dask's table; one CuPy array; an arrowdev
+sits in: a large RMM pool, or blocks of its own). Payloads: bench_dask's table as scattered, and copied on
+the sender first (its buffers apart); one CuPy array; an arrowdev
 column of one uint8 buffer; as many CuPy arrays as the table has device frames, of the same sizes. Then again
 with ``ad.cuda.use_rmm()`` on every worker, and (``--multi-buffer``) with distributed-ucxx's multi-buffer
 sends. First, in this process, a cProfile of the table's ``cuda``-family serialize, deserialize and sizeof to
@@ -27,7 +28,7 @@ from distributed import Client, LocalCluster, wait  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
 import arrowdev.dask as add  # noqa: E402
-from bench_dask import _ucx_config, make_table  # noqa: E402
+from bench_dask import _made_on_the_worker, _ucx_config, make_table  # noqa: E402
 
 
 def _allocation(ptr: int) -> tuple[int, int]:
@@ -70,9 +71,12 @@ def _incoming(dask_worker) -> list:
 
 def move(client, make, a, b, repeats):
     times, comm, where = [], [], None
+    make, on_sender = make if isinstance(make, tuple) else (make, None)
     before = {w: client.run(_digests, workers=[w])[w] for w in (a, b)}
     for i in range(repeats + 1):
         [future] = client.scatter([make()], workers=[a], hash=False)
+        if on_sender is not None:
+            future = client.submit(on_sender, future, workers=[a], pure=False)
         wait(future)
         if where is None:
             where = client.run(_where, key=future.key, workers=[a])[a]
@@ -110,6 +114,19 @@ def profile_in_process(gtbl) -> None:
         for _ in range(5):
             fn()
         print(f"in process: {name} {(time.perf_counter() - t0) / 5 * 1e3:.2f} ms", flush=True)
+    from arrowdev import _serialize
+
+    for _ in range(3):  # a table's first send: planning (a batch of offset reads) and packing its small buffers
+        fresh = _made_on_the_worker(gtbl)
+        ad.cuda.runtime.cupy().cuda.runtime.deviceSynchronize()
+        t0 = time.perf_counter()
+        plan_header, spans = _serialize._plan(fresh, fresh.device, ready=True)
+        t1 = time.perf_counter()
+        fh, ff = serialize(fresh, serializers=("cuda",))
+        t2 = time.perf_counter()
+        print(f"in process, a fresh table: plan {(t1 - t0) * 1e3:.2f} ms, then serialize (plan kept) "
+              f"{(t2 - t1) * 1e3:.2f} ms, {len(spans)} spans -> {len(ff)} frames", flush=True)
+        del fresh, ff
     header, frames = serialize(gtbl, serializers=("cuda",))
     t0 = time.perf_counter()
     for _ in range(5):
@@ -147,6 +164,7 @@ def main():
         print(f"table: {nbytes / 1e9:.2f} GB, {len(sizes)} device frames", flush=True)
         payloads = {
             "arrowdev table": lambda: gtbl.slice(0),
+            "arrowdev table made on the sender": (lambda: gtbl.slice(0), _made_on_the_worker),
             "CuPy array": lambda: cp.random.randint(0, 255, nbytes, dtype=cp.uint8),
             "arrowdev 1-buffer column": lambda: ad.column(cp.random.randint(0, 255, nbytes, dtype=cp.uint8)),
             f"{len(sizes)} CuPy arrays": lambda: [cp.random.randint(0, 255, n, dtype=cp.uint8) for n in sizes],
