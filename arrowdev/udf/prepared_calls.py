@@ -81,8 +81,8 @@ def prepare(f: Callable, columns: list[Any], null_aware: bool, out_type: DataTyp
 class PreparedCall:
     """What a call over one layout needs beyond the inputs' addresses and lengths."""
 
-    __slots__ = ("plan", "entry", "device_id", "device_type", "stream", "readers", "out_dtype", "flags",
-                 "ballot", "arrow_type")
+    __slots__ = ("entry", "device_id", "device_type", "stream", "readers", "out_dtype", "stand_in", "ballot",
+                 "arrow_type")
 
     @classmethod
     def make(cls, plan: Plan, inputs: list[Input], entry: Any, device_id: int) -> PreparedCall | None:
@@ -97,13 +97,13 @@ class PreparedCall:
         return cls(plan, inputs, entry, device_id)
 
     def __init__(self, plan: Plan, inputs: list[Input], entry: Any, device_id: int) -> None:
-        self.plan, self.entry, self.device_id = plan, entry, device_id
+        self.entry, self.device_id = entry, device_id
         self.device_type = inputs[0].held.device_type
         self.stream = runtime.stream_for(device_id)
         self.ballot = plan.spec.out == Kind.BALLOT
         self.out_dtype = np.dtype(np.uint32) if self.ballot else plan.out_np
         self.arrow_type = plan.arrow_out
-        self.flags = _stand_in_fields(device_id)
+        self.stand_in = _stand_in_fields(device_id)  # passed for the flags and every input's validity: none
         self.readers = [_reader(x.kind, x.np_dtype) for x in inputs]
 
     def __call__(self, helds: list[Any], column_type: type) -> Any | None:
@@ -119,10 +119,10 @@ class PreparedCall:
         count = (n + 31) // 32 if self.ballot else n
         out = memory.DeviceBuffer(count * self.out_dtype.itemsize, self.device_id, stream)
         item = self.out_dtype.itemsize
-        flat = [n, 0, 0, 0, count, item, out.ptr, count, item, *self.flags, 0]
+        flat = [n, 0, 0, 0, count, item, out.ptr, count, item, *self.stand_in, 0]
         for held, reader in zip(helds, self.readers):
             flat += reader(held, n)
-            flat += self.flags  # no validity: the stand-in
+            flat += self.stand_in
             flat += (held.offset, held.buffers[2] if reader in (_strings, _large_strings) else 0)
         rows_per_thread = codegen.BALLOT_ROWS if self.ballot else 1
         launch.launch_flat(self.entry, self.device_id, launch.grid_blocks(n, rows_per_thread), stream.ptr, flat,
