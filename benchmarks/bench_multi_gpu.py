@@ -144,6 +144,8 @@ def bench_scaling(rows: int, repeats: int, gpu: bool, protocol: str, most: int) 
 
 def bench_move(rows: int, repeats: int, gpu: bool, protocol: str) -> None:
     with _cluster(2, gpu, protocol) as cluster, Client(cluster) as client:
+        if gpu and protocol == "ucx":  # docs/distributed.md: arrowdev's buffers from the RMM pool UCX maps once
+            client.run(ad.cuda.use_rmm)
         a, b = sorted(client.scheduler_info()["workers"])
         table = make_partition(0, rows, gpu)
         nbytes = add.nbytes(table)
@@ -185,6 +187,7 @@ def bench_peer(rows: int, repeats: int) -> None:
     def peer_copy() -> None:
         cp.cuda.runtime.memcpyPeerAsync(target.data.ptr, 1, source.data.ptr, 0, nbytes, stream.ptr)
         stream.synchronize()
+    ad.cuda.runtime.enable_peer_access(0, 1)  # as to_device does: both copies GPU to GPU where they can
     ours, theirs = _median_time(to_device, repeats), _median_time(peer_copy, repeats)
     print(f"3. to_device(1) of a {nbytes / 1e6:.0f} MB table on GPU 0: {ours * 1e3:.2f} ms ({nbytes / ours / 1e9:.0f} GB/s), "
           f"cudaMemcpyPeerAsync of the same bytes {theirs * 1e3:.2f} ms ({nbytes / theirs / 1e9:.0f} GB/s): "

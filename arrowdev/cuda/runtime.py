@@ -235,6 +235,28 @@ def read_many(requests: list[tuple[int, int]], device_id: int) -> list[bytes]:
     return out
 
 
+_peers_enabled: set[tuple[int, int]] = set()
+
+
+def enable_peer_access(device_id: int, peer_id: int) -> None:
+    """Lets ``device_id`` and ``peer_id`` read each other's memory directly where the hardware can (NVLink or
+    PCIe peer to peer): copies between them then go GPU to GPU instead of through host memory. Once per pair."""
+    pair = (min(device_id, peer_id), max(device_id, peer_id))
+    if device_id == peer_id or pair in _peers_enabled:
+        return
+    api = cupy().cuda.runtime
+    for one, other in (pair, pair[::-1]):
+        if api.deviceCanAccessPeer(one, other):
+            with cupy().cuda.Device(one):
+                try:
+                    api.deviceEnablePeerAccess(other)
+                except api.CUDARuntimeError as e:  # enabled already (by CuPy, PyTorch, ...): what was wanted
+                    if "PeerAccessAlreadyEnabled" not in str(e):
+                        raise
+    with _lock:
+        _peers_enabled.add(pair)
+
+
 def allocation_range(address: int) -> tuple[int, int]:
     """(start, size) of the CUDA allocation holding device address ``address``; (address, 0) where the
     driver does not know the address."""

@@ -238,6 +238,7 @@ class Transfer(Planner):
             if self.source.id == self.target.id:
                 self._memcpy(c.dst, c.src, c.nbytes, cp.cuda.runtime.memcpyDeviceToDevice)
             else:
+                runtime.enable_peer_access(self.target.id, self.source.id)  # else the copy goes through the host
                 cp.cuda.runtime.memcpyPeerAsync(c.dst, self.target.id, c.src, self.source.id, c.nbytes, self.stream.ptr)
         with self.stream:
             for c in self.copies:
