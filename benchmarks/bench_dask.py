@@ -106,8 +106,13 @@ def bench_serialize(sizes: list[int], repeats: int) -> None:
 
 
 def _made_on_the_worker(t: ad.ArrowTable) -> ad.ArrowTable:
-    """A copy of ``t`` made where it is, in buffers of their own (as a worker's own computation leaves it)."""
-    return t.to_host().to_device() if t.device.type == "cuda" else ad.table(t.to_pyarrow())
+    """A copy of ``t`` made where it is, in buffers of their own (as a worker's own computation leaves it),
+    finished before the task ends (else the timed move would wait for the rest of the copy)."""
+    if t.device.type != "cuda":
+        return ad.table(t.to_pyarrow())
+    made = t.to_host().to_device()
+    ad.cuda.runtime.cupy().cuda.runtime.deviceSynchronize()
+    return made
 
 
 def _move_times(client: Client, makers: list[tuple[Callable[[], Any], Callable | None]], source: str, target: str,
