@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _capsules, _chunked
 from ..cuda import memory, runtime
-from ..types import DataType
+from ..types import DataType, Device
 from . import codegen, launch
 from .inputs import Input
 from .plan import Plan, plan_for
@@ -32,6 +32,7 @@ __all__ = ["call_prepared", "prepare"]
 _prepared: dict[tuple, PreparedCall | None] = {}  # None: the layout was looked at and does not qualify
 _lock = threading.Lock()
 _OFFSET_KINDS = {Kind.UTF8_32: 4, Kind.UTF8_64: 8}
+_GPU_MEMORY = (Device("cuda", 0).code, Device("cuda_managed", 0).code)  # ArrowDeviceType codes
 
 
 def _key(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType | None,
@@ -44,7 +45,7 @@ def _key(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType |
         if len(chunks) != 1:
             return None, helds
         held = chunks[0]
-        if held.device_type not in (2, 13) or (_chunked.null_counts(col)[0] != 0 and held.buffers[0]):
+        if held.device_type not in _GPU_MEMORY or (_chunked.null_counts(col)[0] != 0 and held.buffers[0]):
             return None, helds  # not CUDA / CUDA managed memory, or a validity bitmap with nulls (or not counted)
         layout.append((_chunked.dtype(col), held.device_type, held.device_id))
         helds.append(held)
@@ -136,7 +137,6 @@ class PreparedCall:
 
 def _stand_in_fields(device_id: int) -> tuple[int, ...]:
     """The seven parameter fields of the one-byte stand-in array passed for a missing buffer."""
-    from ..types import Device
     from .memory import Memory
 
     view = Memory(Device("cuda", device_id)).stand_in(np.uint8)

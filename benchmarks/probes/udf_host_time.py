@@ -4,33 +4,22 @@ kernel is queued and the launch itself, for 1 000 and 10^8 rows; then a cProfile
 
     OUT=/tmp bash .gpu-wheels/run.sh python3 benchmarks/probes/udf_host_time.py
 """
-import cProfile, pstats, statistics, time, io, os
+import cProfile, pstats, os
 import cupy as cp
 import arrowdev as ad
-from arrowdev.udf import memory as A  # where Memory.launch finds launch()
+from udf_call_parts import split_at_launch  # the launch wrapped where both launch paths reach the driver
 
 def member(x):
     return x in [1027, 1000, 59, 980, 1027, 1000, 59, 980, 1027, 1000, 59, 980, 1027, 1000, 59, 980, 1027, 1000, 59, 980]
 
-marks = []
-orig = A.launch
-def timed_launch(*a, **k):
-    marks.append(time.perf_counter())
-    orig(*a, **k)
-    marks.append(time.perf_counter())
-A.launch = timed_launch
 for rows in (1000, 10**8):
     g = ad.column(cp.arange(rows, dtype=cp.int64) % 2000)
     for f in (member, lambda x: x * 2 + 1):
-        g.apply(f); cp.cuda.runtime.deviceSynchronize()
-        pre, total, inl = [], [], []
-        for _ in range(500):
-            marks.clear()
-            t0 = time.perf_counter(); o = g.apply(f); t1 = time.perf_counter(); del o
-            pre.append(marks[0] - t0); inl.append(marks[1] - marks[0]); total.append(t1 - t0)
+        g.apply(f); g.apply(f); cp.cuda.runtime.deviceSynchronize()
+        before, launching, after = split_at_launch(lambda: g.apply(f), 500)
         cp.cuda.runtime.deviceSynchronize()
-        print(f"rows={rows} {f.__name__}: before launch {statistics.median(pre)*1e6:.1f} us, launch {statistics.median(inl)*1e6:.1f} us, whole call {statistics.median(total)*1e6:.1f} us", flush=True)
-A.launch = orig
+        print(f"rows={rows} {f.__name__}: before launch {before:.1f} us, launch {launching:.1f} us, whole call (the medians added) "
+              f"{before + launching + after:.1f} us", flush=True)
 g = ad.column(cp.arange(1000, dtype=cp.int64))
 pr = cProfile.Profile(); pr.enable()
 for _ in range(3000):
