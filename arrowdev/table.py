@@ -242,8 +242,8 @@ class ArrowTable:
 
     def to_device(self, device: int = 0, stream: Any = None) -> ArrowTable:
         """A copy of every column on CUDA device ``device``, in one batch of asynchronous copies
-        (see :meth:`ArrowColumn.to_device`); the record batches keep their boundaries, empty
-        ones included."""
+        (see :meth:`ArrowColumn.to_device`). The copy is laid out as the table is: record batches keep
+        their boundaries, empty ones included; columns chunked differently keep their own chunks."""
         return self._copy_to(Device("cuda", device), stream)
 
     def to_host(self, stream: Any = None) -> ArrowTable:
@@ -253,12 +253,18 @@ class ArrowTable:
         return self._copy_to(Device("cuda_host", self.device.id), stream)
 
     def _copy_to(self, target: Device, stream: Any) -> ArrowTable:
-        """The record batches copied to ``target`` (a table of no rows gets one empty batch, so
-        that it has a device)."""
+        """The table copied to ``target``: column by column, each keeping its chunks, where the columns
+        are chunked differently (copied as record batches they would be cut at every column's chunk
+        boundary); else the record batches (a table of no rows gets one empty batch, so that it has
+        a device)."""
         if self.device == target:
             return self
         from .cuda import copy_columns
 
+        columns = self._column_list
+        if columns is not None and len({tuple(c.length for c in _chunked.chunks(col)) for col in columns}) > 1:
+            copied_columns = copy_columns([col._with_a_chunk() for col in columns], target, stream)
+            return ArrowTable(copied_columns, self._num_rows, self._metadata, schema=self.schema)
         batches = self.to_struct_array()._with_a_chunk()
         _chunked.exportable_chunks(batches)  # the columns' null counts, computed where readable, go with the copy
         copied = copy_columns([batches], target, stream)[0]

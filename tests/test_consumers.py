@@ -282,6 +282,23 @@ def test_to_device_keeps_record_batch_boundaries():
     assert empty.device.type == "cuda" and empty.num_rows == 0
 
 
+@pytest.mark.gpu
+def test_to_device_keeps_each_columns_chunks_where_columns_are_chunked_apart():
+    """A copy as record batches would cut every column at every other column's chunk boundary."""
+    strings = pa.chunked_array([["x", None, "yz"], ["w"] * 5, []])
+    tbl = ad.table({"a": pa.array(range(8)), "s": strings,
+                    "b": pa.chunked_array([pa.array([1.5] * 4), pa.array([None, 2.5, 3.5, 4.5])])})
+    expected = pa.table(tbl.to_host())
+    g = tbl.to_device()
+    assert g.device.type == "cuda" and g.column_names == ["a", "s", "b"]
+    assert [c.num_chunks for c in g.columns] == [1, 3, 2]
+    assert [[len(c) for c in col.chunks] for col in g.columns] == [[8], [3, 5, 0], [4, 4]]
+    back = g.to_host()
+    assert [c.num_chunks for c in back.columns] == [1, 3, 2]
+    assert pa.table(back).equals(expected) and pa.table(g).schema == expected.schema
+    assert g.column("b").null_count == 1 and g.slice(2, 4).to_pydict() == tbl.slice(2, 4).to_pydict()
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_copies_of_empty_slices_plan_for_every_type(name):
     """What to_device() does with an empty slice, run host to host (the planner, checked without a GPU)."""
