@@ -317,6 +317,9 @@ def unpickle(cls: type, header: dict[str, Any], *frames: Any) -> Any:
 
 def _frame_address(frame: Any, keep: list[Any]) -> tuple[int, int, bool]:
     """(address, size, on a device) of a received frame, copied first when unaligned (host only)."""
+    if type(frame) is DeviceFrame:  # a span of a packed frame (_unpacked): its size is at hand
+        keep.append(frame)
+        return frame.__cuda_array_interface__["data"][0], frame.nbytes, True
     cai = getattr(frame, "__cuda_array_interface__", None)
     if cai is not None:
         keep.append(frame)
@@ -464,6 +467,7 @@ def _unpacked(places: list, frames: list[Any]) -> list[Any]:
     from .errors import InvalidArrowError
 
     spans = []
+    received: dict[int, tuple[int | None, int, Any]] = {}  # frame -> (device address or None, size, host view)
     for place in places:
         # msgpack hands lists back as tuples
         if not (isinstance(place, (list, tuple)) and len(place) == 3
@@ -472,15 +476,18 @@ def _unpacked(places: list, frames: list[Any]) -> list[Any]:
                                     f"{len(frames)} frames, got {place!r}")
         index, offset, nbytes = place
         frame = frames[index]
-        cai = getattr(frame, "__cuda_array_interface__", None)
-        size = _frame_size(frame, cai)
+        if index not in received:  # a frame holds many spans: its interface is read once
+            cai = getattr(frame, "__cuda_array_interface__", None)
+            received[index] = ((cai["data"][0], _frame_size(frame, cai), None) if cai is not None
+                               else (None, memoryview(frame).nbytes, memoryview(frame).cast("B")))
+        address, size, view = received[index]
         if offset + nbytes > size:
             raise InvalidArrowError(f"expected packed bytes [{offset}, {offset + nbytes}) inside frame {index} of "
                                     f"{size} bytes")
-        if cai is not None:
-            spans.append(DeviceFrame(cai["data"][0] + offset, nbytes, frame))
+        if address is not None:
+            spans.append(DeviceFrame(address + offset, nbytes, frame))
         else:
-            spans.append(memoryview(frame).cast("B")[offset:offset + nbytes])
+            spans.append(view[offset:offset + nbytes])
     return spans
 
 
