@@ -429,3 +429,26 @@ def test_gpu_a_received_table_travels_on_as_its_frames_without_copies():
     again = deserialize(header2, frames2, deserializers=("cuda",))
     del frames2
     assert again.to_pyarrow().equals(gpu.to_pyarrow())
+
+
+@pytest.mark.gpu
+def test_packed_frames_come_from_rmm_only_where_its_resource_was_set_up():
+    """RMM's default resource would cudaMalloc and cudaFree (a wait for the whole device) at every send."""
+    rmm = pytest.importorskip("rmm")
+    import rmm.mr
+
+    from arrowdev.cuda import memory, runtime
+
+    stream = runtime.stream_for(0)
+    before = rmm.mr.get_per_device_resource(0)
+    try:
+        rmm.mr.set_per_device_resource(0, rmm.mr.CudaMemoryResource())
+        address, owner = memory.transport_buffer(1 << 20, 0, stream)
+        assert isinstance(owner, memory.DeviceBuffer) and address == owner.ptr
+        pool = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), initial_pool_size=1 << 24)
+        rmm.mr.set_per_device_resource(0, pool)
+        address, owner = memory.transport_buffer(1 << 20, 0, stream)
+        assert isinstance(owner, rmm.DeviceBuffer) and address == owner.ptr and owner.size == 1 << 20
+        del owner
+    finally:
+        rmm.mr.set_per_device_resource(0, before)

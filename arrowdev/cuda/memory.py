@@ -69,17 +69,29 @@ class RmmPool:
 
 
 def transport_buffer(nbytes: int, device_id: int, stream: Any) -> tuple[int, Any]:
-    """(address, owner) of device memory for a frame handed to a transport: from RMM's current resource
-    where RMM is installed (what distributed-ucxx receives into; UCX maps an allocation once, and a pool is
-    one allocation), else from arrowdev's pool. Allocated in ``stream``'s order."""
-    try:
-        import rmm
-    except ImportError:
+    """(address, owner) of device memory for a frame handed to a transport: from RMM's resource for the
+    device where one was set up (a pool: what distributed-ucxx receives into; UCX maps an allocation once,
+    and a pool is one allocation), else from arrowdev's pool (RMM's default resource would cudaMalloc and
+    cudaFree, which waits for the whole device, at every send). Allocated in ``stream``'s order."""
+    rmm = _configured_rmm(device_id)
+    if rmm is None:
         buffer = DeviceBuffer(nbytes, device_id, stream)
         return buffer.ptr, buffer
     with runtime.on_device(device_id):
         made = rmm.DeviceBuffer(size=nbytes, stream=_rmm_stream(stream))
     return made.ptr, made
+
+
+def _configured_rmm(device_id: int) -> Any:
+    """The rmm module where it is installed and its resource for ``device_id`` is not its default
+    (a ``CudaMemoryResource``: a cudaMalloc per buffer); else None."""
+    try:
+        import rmm
+        import rmm.mr
+
+        return None if isinstance(rmm.mr.get_per_device_resource(device_id), rmm.mr.CudaMemoryResource) else rmm
+    except (ImportError, AttributeError):
+        return None
 
 
 def _rmm() -> Any:
