@@ -263,7 +263,8 @@ class ArrowTable:
 
         columns = self._column_list
         if columns is not None and len({tuple(c.length for c in _chunked.chunks(col)) for col in columns}) > 1:
-            copied_columns = copy_columns([col._with_a_chunk() for col in columns], target, stream)
+            whole: list[Any] = [col._with_a_chunk() for col in columns]
+            copied_columns = cast(list[ArrowColumn], copy_columns(whole, target, stream))
             return ArrowTable(copied_columns, self._num_rows, self._metadata, schema=self.schema)
         batches = self.to_struct_array()._with_a_chunk()
         _chunked.exportable_chunks(batches)  # the columns' null counts, computed where readable, go with the copy
