@@ -22,10 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import cupy as cp  # noqa: E402
 
-import arrowdev as ad  # noqa: E402
 from arrowdev.cuda import staging  # noqa: E402
-from bench_transfer import make_table, table_bytes  # noqa: E402
-from host_to_device_register import PAGE, buffers  # noqa: E402
+from host_to_device_register import PAGE, setup  # noqa: E402
 
 rt = cp.cuda.runtime
 REGISTER_PIECE = 64 << 20
@@ -81,14 +79,7 @@ def main() -> None:
     p.add_argument("--gib", type=float, default=1.0)
     p.add_argument("--runs", type=int, default=7)
     args = p.parse_args()
-    table = make_table(args.gib)
-    nbytes = table_bytes(table)
-    spans = buffers(table)
-    src = ad.table(table)
-    stream = cp.cuda.Stream(non_blocking=True)
-    device = cp.cuda.alloc(nbytes)
-    pinned = cp.cuda.alloc_pinned_memory(nbytes)
-    print(f"{nbytes / 1e9:.2f} GB in {len(spans)} buffers")
+    table, nbytes, spans, src, stream, device, pinned = setup(args.gib)
     sixteen = ThreadPoolExecutor(max_workers=16, thread_name_prefix="probe-staging")
     twelve = staging._workers
 

@@ -74,6 +74,17 @@ class Registered:
         list(self.pool.map(rt.hostUnregister, registered))
 
 
+def setup(gib: float):
+    """bench_transfer's table and what the probes copy it with: (PyArrow table, bytes, buffer spans, arrowdev
+    table, a stream, device memory and pinned memory of the table's size)."""
+    table = make_table(gib)
+    nbytes = table_bytes(table)
+    spans = buffers(table)
+    print(f"{nbytes / 1e9:.2f} GB in {len(spans)} buffers")
+    return (table, nbytes, spans, ad.table(table), cp.cuda.Stream(non_blocking=True), cp.cuda.alloc(nbytes),
+            cp.cuda.alloc_pinned_memory(nbytes))
+
+
 def median_ms(samples):
     return statistics.median(samples) * 1e3
 
@@ -89,14 +100,7 @@ def main():
             print("\n".join(line for line in out.splitlines() if "NUMA" in line or "GPU0" in line or "Model name" in line))
         except Exception as e:  # noqa: BLE001
             print(cmd, e)
-    table = make_table(args.gib)
-    nbytes = table_bytes(table)
-    spans = buffers(table)
-    src = ad.table(table)
-    stream = cp.cuda.Stream(non_blocking=True)
-    device = cp.cuda.alloc(nbytes)
-    pinned = cp.cuda.alloc_pinned_memory(nbytes)
-    print(f"{nbytes / 1e9:.2f} GB in {len(spans)} buffers")
+    table, nbytes, spans, src, stream, device, pinned = setup(args.gib)
 
     def timed(fn, sync):
         t0 = time.perf_counter()
