@@ -12,6 +12,7 @@ apart (a library would do it off the call's path).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import statistics
 import sys
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import cupy as cp  # noqa: E402
 
 from arrowdev.cuda import staging  # noqa: E402
-from host_to_device_register import PAGE, setup  # noqa: E402
+from host_to_device_register import PAGE, report, setup  # noqa: E402
 
 rt = cp.cuda.runtime
 REGISTER_PIECE = 64 << 20
@@ -119,13 +120,9 @@ def main() -> None:
                 samples[f"hybrid: {k[0]:.2f} registered on {k[1]} threads"].append(t1 - t0)
                 unregister[k].append(time.perf_counter() - t1)
     check = cp.asnumpy(cp.ndarray(nbytes, cp.uint8, device))
-    expected = b"".join(bytes(memoryview((__import__("ctypes").c_char * n).from_address(a))) for a, n in spans)
+    expected = b"".join(ctypes.string_at(a, n) for a, n in spans)
     assert check.tobytes() == expected, "the hybrid copy is wrong"
-    ceiling = statistics.median(samples["ceiling (pinned -> device)"])
-    for name, xs in samples.items():
-        s = statistics.median(xs)
-        print(f"{name:42s} {s * 1e3:7.1f} ms {nbytes / s / 1e9:6.1f} GB/s of ceiling {ceiling / s:.2f} "
-              f"(runs: {' '.join(f'{x * 1e3:.0f}' for x in xs)})", flush=True)
+    report(samples, nbytes)
     for k, xs in unregister.items():
         print(f"unregister after hybrid {k}: {statistics.median(xs) * 1e3:.1f} ms")
 

@@ -85,6 +85,15 @@ def setup(gib: float):
             cp.cuda.alloc_pinned_memory(nbytes))
 
 
+def report(ways: dict[str, list[float]], nbytes: int) -> None:
+    """One line per way: median time, GB/s, fraction of the "ceiling (pinned -> device)" way, every run."""
+    ceiling = median_ms(ways["ceiling (pinned -> device)"])
+    for name, samples in ways.items():
+        ms = median_ms(samples)
+        print(f"{name:42s} median {ms:7.1f} ms {nbytes / ms / 1e6:6.1f} GB/s  of ceiling {ceiling / ms:.2f}  "
+              f"(runs: {' '.join(f'{s * 1e3:.0f}' for s in samples)})", flush=True)
+
+
 def median_ms(samples):
     return statistics.median(samples) * 1e3
 
@@ -132,11 +141,7 @@ def main():
                 ways[k].clear()
             for k in unregister:
                 unregister[k].clear()
-    ceiling = median_ms(ways["ceiling (pinned -> device)"])
-    for name, samples in ways.items():
-        ms = median_ms(samples)
-        print(f"{name:42s} median {ms:7.1f} ms {nbytes / ms / 1e6:6.1f} GB/s  of ceiling {ceiling / ms:.2f}  "
-              f"(runs: {' '.join(f'{s * 1e3:.0f}' for s in samples)})", flush=True)
+    report(ways, nbytes)
     for v, samples in unregister.items():
         print(f"unregister {v[0] >> 20} MiB / {v[1]} threads: {median_ms(samples):.1f} ms")
 
