@@ -131,28 +131,26 @@ def stream_for(device_id: int, stream: Any = None) -> Any:
         return _streams[device_id]
 
 
-def _event_handles(events: Iterable[int]) -> list[int]:
-    """cudaEvent_t handles from non-zero ``cudaEvent_t*`` addresses."""
-    return [ctypes.c_void_p.from_address(addr).value or 0 for addr in events if addr]
+def _event_handle(address: int) -> int:
+    """The cudaEvent_t handle at a ``cudaEvent_t*`` address; 0 for a null address or handle."""
+    return (ctypes.c_void_p.from_address(address).value or 0) if address else 0
 
 
 def wait_on_events(stream: Any, events: Iterable[int]) -> None:
-    """Makes ``stream`` wait for every producer event (``cudaEvent_t*``) before later work."""
-    wait = None
+    """Makes ``stream`` wait for every producer event (``cudaEvent_t*``) before later work (no list built:
+    this runs on every UDF call)."""
     for address in events:
-        handle = ctypes.c_void_p.from_address(address).value if address else None
+        handle = _event_handle(address)
         if handle:
-            wait = wait or cupy().cuda.runtime.streamWaitEvent
-            _on_event(handle, wait, stream.ptr, handle, 0)
+            _on_event(handle, cupy().cuda.runtime.streamWaitEvent, stream.ptr, handle, 0)
 
 
 def synchronize_events(events: Iterable[int]) -> None:
     """Blocks the host until every producer event (``cudaEvent_t*``) has fired."""
-    handles = [h for h in _event_handles(events) if h]
-    if handles:
-        runtime = cupy().cuda.runtime
-        for handle in handles:
-            _on_event(handle, runtime.eventSynchronize, handle)
+    for address in events:
+        handle = _event_handle(address)
+        if handle:
+            _on_event(handle, cupy().cuda.runtime.eventSynchronize, handle)
 
 
 def _on_event(handle: int, call: Any, *args: Any) -> None:
