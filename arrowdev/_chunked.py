@@ -26,8 +26,9 @@ from .errors import DeviceUnavailableError
 from .types import DataType, Device
 
 __all__ = ["ColumnCore", "aligned_bounds", "chunk_null_count", "chunk_starts", "chunks", "derive", "device",
-           "dtype", "exportable_chunks", "make", "null_counts", "planning_reader", "read", "ready_chunk", "reader_for",
-           "register_maker", "slice_chunks", "struct_field", "sync_events", "wait_for_producers"]
+           "dtype", "exportable_chunks", "joined_sync_event", "make", "null_counts", "planning_reader", "read",
+           "ready_chunk", "reader_for", "register_maker", "slice_chunks", "struct_field", "sync_events",
+           "wait_for_producers"]
 
 ColumnCore = _capsules.ColumnCore
 _CPU = 1  # ArrowDeviceType of CPU memory
@@ -123,6 +124,22 @@ def planning_reader(cores: list[ColumnCore], ready: bool = False) -> layout.Read
 def sync_events(core: ColumnCore) -> list[int]:
     """The chunks' sync events (addresses of ``cudaEvent_t``), where they have one."""
     return [c.sync_event for c in core._chunks if c.sync_event]
+
+
+def joined_sync_event(pieces: list[Any], where: Device) -> tuple[int | None, Any]:
+    """(the sync event, what keeps it alive) for a parent built over ``pieces`` (held arrays on
+    ``where``), which consumers wait on instead of the pieces' own (C7: an ArrowDeviceArray has one event):
+    the pieces' event where they share one (a batch of copies), else one recorded on arrowdev's stream
+    after waiting on each; (None, None) where no piece has one."""
+    events = list(dict.fromkeys(p.sync_event for p in pieces if p.sync_event))
+    if len(events) <= 1:
+        return (events[0] if events else None), None  # the pieces keep it alive, and the parent keeps them
+    from .cuda import runtime
+
+    stream = runtime.stream_for(where.id)
+    runtime.wait_on_events(stream, events)
+    joined = runtime.SyncEvent(stream, where.id)
+    return joined.address, joined
 
 
 def wait_for_producers(core: ColumnCore) -> None:

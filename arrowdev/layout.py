@@ -14,6 +14,7 @@ monotonic and in range) is left to PyArrow's ``validate(full=True)``.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, NamedTuple, cast
 
@@ -65,10 +66,37 @@ def read_cpu(address: int, nbytes: int) -> bytes:
     return ctypes.string_at(address, nbytes) if nbytes else b""
 
 
+# Values of device memory known without reading it: what a copy wrote there (the first and last offset of
+# each offsets buffer it rebased), kept while the memory's owner lives; each entry (address, nbytes) ->
+# (weak reference to the owner, bytes). Planning a copied table (to send it, size it, copy it on) then reads
+# nothing from the device. Arrow buffers are immutable, so what was written stays true while the owner lives.
+_remembered: dict[tuple[int, int], tuple[Any, bytes]] = {}
+
+
+def remember(values: list[tuple[int, bytes]], owner: Any) -> None:
+    """Records that device memory at each address holds those bytes while ``owner`` (the allocation
+    they lie in) lives; the records go with the owner (before its memory can be reused)."""
+    keys = [(address, len(data)) for address, data in values]
+
+    def forget(_: Any) -> None:
+        for key in keys:
+            entry = _remembered.get(key)
+            if entry is not None and entry[0] is ref:
+                _remembered.pop(key, None)
+    ref = weakref.ref(owner, forget)
+    for key, (_, data) in zip(keys, values):
+        _remembered[key] = (ref, data)
+
+
+def _recalled(address: int, nbytes: int) -> bytes | None:
+    entry = _remembered.get((address, nbytes))
+    return entry[1] if entry is not None and entry[0]() is not None else None
+
+
 class BatchReader:
     r"""A ``Reader`` of memory that is slow to read one value at a time (a device: each read is a
-    synchronous copy). It answers from what :meth:`fetch` read; an address not read yet is recorded and
-    answered with zeros. Planning twice, with a :meth:`fetch` in between, reads everything in one batch;
+    synchronous copy). It answers from what :meth:`fetch` read or :func:`remember` recorded; an address not
+    read yet is recorded and answered with zeros. Planning twice, with a :meth:`fetch` in between, reads everything in one batch;
     planners repeat until a round fetches nothing (once per level of nesting whose offsets decide what is
     read next): ``cuda.transfer.prefetch`` before a copy, ``_serialize`` for frames.
 
@@ -86,6 +114,8 @@ class BatchReader:
         if nbytes == 0:
             return b""
         known = self._known.get((address, nbytes))
+        if known is None:
+            known = _recalled(address, nbytes)
         if known is not None:
             return known
         self._missing[(address, nbytes)] = None

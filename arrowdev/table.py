@@ -414,8 +414,10 @@ class ArrowTable:
         batches = []
         for lo, hi in _chunked.aligned_bounds(self._columns, self._num_rows):
             pieces = [_chunked.exportable_chunks(col.slice(lo, hi - lo))[0] for col in self._columns]
+            # the columns' producers (a copy, a UDF) become the batch's: consumers wait on the batch's event
+            event, keep = _chunked.joined_sync_event(pieces, device)
             batches.append(_capsules.build(self.schema, hi - lo, 0, 0, [0], pieces, device_type=device.code,
-                                           device_id=device.id))
+                                           device_id=device.id, keepalive=keep, sync_event=event))
         return batches
 
     def __arrow_c_schema__(self) -> Any:

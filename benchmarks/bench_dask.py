@@ -15,8 +15,8 @@
    memory). ``--protocol ucx`` (needs distributed-ucxx): the ``cuda`` family, device frames moved GPU to
    GPU by UCX (transports tcp, cuda_copy, cuda_ipc; an RMM pool in each process, as dask-cuda advises).
    The arrowdev table is timed twice: as scattered to worker A (its buffers where the frames it arrived in
-   put them: back to back, sent on as one frame), and as a copy made on worker A (its buffers apart:
-   over UCX the small ones are copied into one frame first).
+   put them: back to back, sent on as one frame), and as a copy made on worker A (each column in an
+   allocation of its own: sent as a frame per column; its first send plans the table).
 3. The UDF pipeline (append ``y = f(a, b)``) on a 1-worker cluster, the partition already on the
    worker, against the same call in process (ratio = in-process time / cluster time; goal >= 0.9).
 
@@ -180,7 +180,7 @@ def bench_move(rows: int, repeats: int, gpu: bool, protocol: str) -> None:
     print(f"2. a partition moved between two workers ({'GPU' if gpu else 'CPU'}, {comm}), {nbytes / 1e6:.1f} MB: "
           f"arrowdev {t_table * 1e3:.1f} ms (fastest {best_table * 1e3:.1f}), {peer} {t_peer * 1e3:.1f} ms "
           f"(fastest {best_peer * 1e3:.1f}), ratio {t_peer / t_table:.2f} (fastest: {best_peer / best_table:.2f})")
-    print(f"   an arrowdev table made on the sending worker (its buffers apart): {t_made * 1e3:.1f} ms (fastest "
+    print(f"   an arrowdev table made on the sending worker (a frame per column): {t_made * 1e3:.1f} ms (fastest "
           f"{best_made * 1e3:.1f}), ratio {t_peer / t_made:.2f}")
     if not gpu:
         print(f"   a pyarrow.Table of the same data: {measured[3][0] * 1e3:.1f} ms")

@@ -308,7 +308,7 @@ def test_copies_of_empty_slices_plan_for_every_type(name):
     no_chunks = ad.column(pa.chunked_array([], CASES[name].type))
     with_a_chunk = ad.ArrowColumn(no_chunks.type, empty_chunks(no_chunks.type))  # what to_device() copies
     for empty in (col[5:5], col[len(col):], with_a_chunk):
-        items = [(empty.type, chunk, _chunked.chunk_null_count(empty, i), _chunked.read(empty))
+        items = [(empty.type, chunk, _chunked.chunk_null_count(empty, i), _chunked.read(empty), 0)
                  for i, chunk in enumerate(_chunked.chunks(empty))]
         copied = ad.ArrowColumn(empty.type, transfer.copy_chunks(items, ad.Device.cpu(), ad.Device.cpu()))
         assert copied.num_chunks == 1 and copied.to_pylist() == []

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
+from arrowdev import _chunked
 from support.samples import CASES, LAYOUTS, source_of
 
 pytestmark = pytest.mark.gpu
@@ -223,6 +224,43 @@ def test_imports_wait_on_the_producer_event(cupy):
         col = ad.ArrowColumn(dtype, [held])
         assert col.to_pylist()[:3] == [1000, 1001, 1002]
         assert col.to_host().to_pylist()[-1] == 1000 + n - 1
+
+
+def _slow_column(cupy, n: int) -> ad.ArrowColumn:
+    """A GPU int64 column [1000, 1000 + n) written by a kernel that first spins on a stream of its own,
+    signalling only through its sync event."""
+    kernel = cupy.RawKernel(_SLOW_WRITE, "slow_write")
+    out = cupy.zeros(n, dtype=cupy.int64)
+    cupy.cuda.runtime.deviceSynchronize()
+    slow = cupy.cuda.Stream(non_blocking=True)
+    kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
+    event = ad.cuda.runtime.SyncEvent(slow, 0)
+    dtype = ad.DataType.from_arrow(pa.int64())
+    held = ad._capsules.build(dtype, n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
+                              keepalive=[out, event], sync_event=event.address)
+    return ad.ArrowColumn(dtype, [held])
+
+
+def test_a_table_of_columns_exports_batches_that_wait_on_every_columns_producer(cupy):
+    """A table made of GPU columns with producers of their own (a copy, a slow kernel): its record batches
+    carry one event that fires after both (an ArrowDeviceArray has one), so consumers and host copies of
+    the batches never read early."""
+    from support.cabi import ArrowDeviceArray, capsule_pointer
+
+    n = 4096
+    for _ in range(2):
+        copied = ad.column(pa.array(np.arange(n))).to_device()
+        tbl = ad.table({"slow": _slow_column(cupy, n), "copied": copied})
+        batch = _chunked.chunks(tbl.to_struct_array())[0]
+        events = {_chunked.chunks(col)[0].sync_event for col in tbl.columns}
+        assert batch.sync_event and batch.sync_event not in events  # joined: neither column's own
+        _, capsule = tbl.__arrow_c_device_array__()
+        exported = ArrowDeviceArray.from_address(capsule_pointer(capsule, "arrow_device_array"))
+        assert exported.sync_event
+        host = ad.table(tbl).to_struct_array().to_host()  # the batches copied: after the joined event
+        assert host.to_pylist()[-1] == {"slow": 1000 + n - 1, "copied": n - 1}
+    same = ad.table({"a": copied, "b": copied.rename("b")})  # one producer: its event, nothing joined
+    assert _chunked.chunks(same.to_struct_array())[0].sync_event == _chunked.chunks(copied)[0].sync_event
 
 
 def test_cai_stream_is_waited_on(cupy):

@@ -14,7 +14,7 @@ from distributed.protocol import deserialize, dumps, loads, serialize, to_serial
 
 import arrowdev as ad
 import arrowdev.dask as add
-from arrowdev import _serialize
+from arrowdev import _serialize, layout
 from support.samples import CASES, LAYOUTS, source_of
 
 # Layouts whose children are referenced out of order are sent from their buffers' start (as copied).
@@ -361,8 +361,12 @@ def test_gpu_planning_reads_device_offsets_in_one_batch(monkeypatch):
                         read_many(requests, device))
     monkeypatch.setattr(runtime, "read_bytes", lambda *a: single.append(a) or pytest.fail("a read of its own"))
     strings = pa.chunked_array([pa.array([f"v{i}" for i in range(k, k + 50)]) for k in range(0, 1000, 50)])
-    gpu = ad.table({"s": strings, "n": pa.array(np.arange(1000))}).to_device()
+    copied = ad.table({"s": strings, "n": pa.array(np.arange(1000))}).to_device()
     assert batches == [] and not single  # fixed sizes on the host: nothing read from the device
+    assert add.nbytes(copied) == sum(size for _, size in _serialize._plan(copied, copied.device, True)[1])
+    assert batches == [] and not single  # the offsets the copy wrote are remembered: nothing read either
+    monkeypatch.setattr(layout, "_remembered", {})  # as for device tables arrowdev did not write (cuDF's)
+    gpu = ad.table({"s": copied.column("s"), "n": copied.column("n")})  # a new table: no plan kept
     header, frames = serialize(gpu, serializers=("cuda",))
     assert batches == [2 * 20]  # each chunk: its first and last offsets
     assert add.nbytes(gpu) == sum(size for _, _, size in header["sub-header"]["packed"])
@@ -429,6 +433,50 @@ def test_gpu_a_received_table_travels_on_as_its_frames_without_copies():
     again = deserialize(header2, frames2, deserializers=("cuda",))
     del frames2
     assert again.to_pyarrow().equals(gpu.to_pyarrow())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("chunking", ["columns chunked apart", "record batches"])
+def test_gpu_a_table_copied_to_the_device_travels_as_a_frame_per_column_without_copies(chunking):
+    """``to_device`` lays each column's buffers (every chunk's) back to back in one allocation of the
+    column's own: sent over the cuda family, the table is one frame per column over those, nothing copied."""
+    from arrowdev.cuda import memory_stats
+
+    source = _chunked_table().to_pyarrow()
+    if chunking == "record batches":
+        source = pa.Table.from_batches(source.to_batches(max_chunksize=300))
+    gpu = ad.table(source).to_device()
+    allocations = memory_stats()["allocations"]
+    header, frames = serialize(gpu, serializers=("cuda",))
+    assert memory_stats()["allocations"] == allocations  # no packed frame
+    assert len(frames) == gpu.num_columns
+    extents = [(f.__cuda_array_interface__["data"][0], f.nbytes) for f in frames]
+    for col in gpu.columns:  # each column inside one frame of its own
+        inside = {i for i, (start, nbytes) in enumerate(extents)
+                  if all(start <= b.address and b.address + b.size <= start + nbytes for b in col.buffers if b.address)}
+        assert len(inside) == 1, (col, extents)
+    got = deserialize(header, frames, deserializers=("cuda",))
+    del frames
+    assert got.to_pyarrow().equals(source)
+    assert [c.num_chunks for c in got.columns] == [c.num_chunks for c in gpu.columns]
+
+
+@pytest.mark.gpu
+def test_gpu_a_column_of_a_table_copied_column_by_column_frees_its_memory_alone():
+    """Columns chunked apart are copied column by column, each into an allocation of its own: dropping
+    the others gives their memory back. (A table copied as record batches keeps its batches, each column
+    a child of them, alive while any of its columns lives, as PyArrow's record batches do.)"""
+    from arrowdev.cuda import memory_stats
+
+    a = pa.chunked_array([np.arange(1 << 19), np.arange(1 << 19, 1 << 20)])
+    before = memory_stats()["bytes_in_use"]
+    gpu = ad.table({"a": a, "b": pa.array(np.arange(1 << 20, dtype=np.float64))}).to_device()  # from columns
+    assert memory_stats()["bytes_in_use"] - before >= 16 << 20
+    kept = gpu.column("a")
+    del gpu
+    assert (8 << 20) <= memory_stats()["bytes_in_use"] - before < (9 << 20)
+    assert kept.num_chunks == 2 and kept.to_pylist()[-1] == (1 << 20) - 1
+    del kept
 
 
 @pytest.mark.gpu

@@ -18,7 +18,8 @@ WHOLE_EXTENT = {"null", "run_end_encoded", "dense_union", "list_view", "large_li
 
 def _compact(col: ad.ArrowColumn, read: layout.Reader | None = None) -> ad.ArrowColumn:
     read = read or _chunked.read(col)
-    items = [(col.type, chunk, _chunked.chunk_null_count(col, i), read) for i, chunk in enumerate(_chunked.chunks(col))]
+    items = [(col.type, chunk, _chunked.chunk_null_count(col, i), read, 0)
+             for i, chunk in enumerate(_chunked.chunks(col))]
     chunks = transfer.copy_chunks(items, ad.Device.cpu(), ad.Device.cpu())
     return ad.ArrowColumn(col.type, chunks)
 
@@ -89,3 +90,76 @@ def test_rebased_offsets_start_at_zero():
     assert first == 0
     assert data.size == len("c") + len("dddd")
     assert copy.to_pylist() == ["c", "dddd", None]
+
+
+def test_a_copied_tables_columns_each_lie_in_one_block_of_their_own():
+    """A table copied as record batches (a struct column of batches, what ``to_device`` copies): each
+    column's buffers, over every batch, lie in one allocation of the column's own, at aligned places, back
+    to back (a transport sends each column as one frame; dropping a column frees its memory)."""
+    table = pa.table({"a": pa.array([1, None, 3] * 50), "s": pa.array(["x", "yy", None] * 50),
+                      "l": pa.array([[1], [], None] * 50, pa.list_(pa.int16()))})
+    batches = ad.column(pa.chunked_array(table.to_batches(max_chunksize=40)))
+    batches = ad.ArrowColumn(ad.DataType.from_arrow(pa.struct(table.schema)), _chunked.chunks(batches))
+    copy = _compact(batches)
+    assert copy.to_pyarrow().equals(batches.to_pyarrow())
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for b in copy.buffers:
+        if b.address and b.node:
+            assert b.address % transfer.BLOCK_ALIGNMENT == 0, b
+            column = b.node.split(".")[0]  # children[i]: the table's column i, its own children with it
+            spans.setdefault(column, []).append((b.address, b.size))
+    assert sorted(spans) == ["children[0]", "children[1]", "children[2]"]
+    extents = []
+    for column, places in spans.items():
+        places.sort()
+        for (address, size), (following, _) in zip(places, places[1:]):
+            assert 0 <= following - (address + size) < transfer.BLOCK_ALIGNMENT, (column, places)  # back to back
+        extents.append((places[0][0], places[-1][0] + places[-1][1]))
+    extents.sort()
+    assert all(end <= start for (_, end), (start, _) in zip(extents, extents[1:]))  # blocks apart
+
+
+def test_copies_of_two_columns_lie_in_blocks_of_their_own():
+    rows = pa.array(range(100))
+    first, second = ad.column(rows), ad.column(pa.chunked_array([rows.slice(0, 60), rows.slice(60)]))
+    items = [(col.type, chunk, _chunked.chunk_null_count(col, i), _chunked.read(col), group)
+             for group, col in enumerate([first, second]) for i, chunk in enumerate(_chunked.chunks(col))]
+    copied = transfer.copy_chunks(items, ad.Device.cpu(), ad.Device.cpu())
+    data = [layout.Node.of(held).buffers[1] for held in copied]
+    assert data[2] - data[1] == -(-60 * 8 // transfer.BLOCK_ALIGNMENT) * transfer.BLOCK_ALIGNMENT  # one block
+    assert not (data[0] <= data[1] < data[0] + 800)  # the first column's block is its own
+    assert [pa.array(ad.ArrowColumn(first.type, [held])).to_pylist() for held in copied] == [
+        list(range(100)), list(range(60)), list(range(60, 100))]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_copy_remembers_the_offsets_that_planning_it_reads(name):
+    """The first and last offsets a copy writes are remembered (layout.remember) as long as the copy lives:
+    each equals the memory's bytes, and planning the copy (what sending or copying it on does) through a
+    device-style batch reader reads nothing, for every type, whole and sliced."""
+    for source in (CASES[name], CASES[name].slice(3, 11)):
+        copy = _compact(ad.column(source))
+        offsets = [(b.address, b.size) for b in copy.buffers if b.role == "offsets" and b.address]
+        remembered = [(key, entry[1]) for key, entry in list(layout._remembered.items())
+                      if entry[0]() is not None and any(a <= key[0] < a + n for a, n in offsets)]
+        assert len(remembered) >= min(len(offsets), 1) * 2 or name in WHOLE_EXTENT
+        for (address, nbytes), data in remembered:
+            assert layout.read_cpu(address, nbytes) == data  # what was remembered is what is there
+        reads = _CountingBatches()
+        again = _compact(copy, reads)
+        assert again.to_pyarrow().equals(copy.to_pyarrow())
+        if name not in WHOLE_EXTENT:
+            assert reads.batches == 0, name  # every value planning needed was remembered
+
+
+def test_remembered_values_go_with_the_copy():
+    import gc
+
+    copy = _compact(ad.column(pa.array(["ab", "c", None, "def"]).slice(1)))
+    offsets = next(b for b in copy.buffers if b.role == "offsets")
+    assert layout._recalled(offsets.address, 4) == bytes(4)
+    # the slice keeps its row's bit position (offset 1): its offsets copied from row 0, 6 at row 1 + 3
+    assert layout._recalled(offsets.address + 4 * 4, 4) == (6).to_bytes(4, "little")
+    del copy
+    gc.collect()
+    assert layout._recalled(offsets.address, 4) is None and (offsets.address, 4) not in layout._remembered

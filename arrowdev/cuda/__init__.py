@@ -59,8 +59,8 @@ def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None)
     if len({c.device for c in todo}) > 1:
         raise ValueError(f"expected columns on one device, got {sorted({c.device for c in todo})}")
     read = _chunked.planning_reader(todo)  # one reader: device offsets are read in one batch
-    items = [(_chunked.dtype(c), chunk, _chunked.chunk_null_count(c, i), read)
-             for c in todo for i, chunk in enumerate(_chunked.chunks(c))]
+    items = [(_chunked.dtype(c), chunk, _chunked.chunk_null_count(c, i), read, column)
+             for column, c in enumerate(todo) for i, chunk in enumerate(_chunked.chunks(c))]
     copied = iter(transfer.copy_chunks(items, todo[0].device, target, stream))
     results = {}
     for c in todo:

@@ -44,6 +44,30 @@ class _Copy:
     src: int
     nbytes: int
     rebase: tuple[int, int] | None = None  # (offset width, value to subtract) for offsets buffers
+    block: _Block | None = None  # where dst is an offset into this block until it is allocated
+
+
+BLOCK_ALIGNMENT = 256  # where each buffer starts in its block: what cudaMalloc gives every allocation
+
+
+class _Block:
+    """The buffers of one group (a column) planned into one allocation, each at an aligned place: one
+    allocation instead of one per buffer, and a table's column lies together in memory (a transport sends
+    it as one frame)."""
+
+    __slots__ = ("size", "places", "known", "base", "owner")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.places: list[tuple[PlannedNode, int, int]] = []  # (node, buffer index, offset in the block)
+        self.known: list[tuple[int, bytes]] = []  # (offset in the block, bytes the copy will write there)
+        self.base, self.owner = 0, None
+
+    def reserve(self, nbytes: int) -> int:
+        """The offset of ``nbytes`` more bytes in the block."""
+        offset = -(-self.size // BLOCK_ALIGNMENT) * BLOCK_ALIGNMENT
+        self.size = offset + nbytes
+        return offset
 
 
 @dataclass
@@ -94,6 +118,7 @@ class Planner:
                 last_value = self._offset(src, start + n, width)
                 self._copy_range(node, src, base * width, (start + n + 1) * width,
                                  (width, first_value) if first_value else None)
+                self._offsets_copied(width, start - base + n, last_value - first_value)
                 child_range = (first_value, last_value)
             elif spec.role == "data" and storage in _OFFSET_WIDTH:
                 self._copy_range(node, src, child_range[0], child_range[1])
@@ -121,6 +146,10 @@ class Planner:
         else:
             lo, hi = 0, child.length
         return self.plan(dtype, child, lo, hi, child.null_count if (lo, hi) == (0, child.length) else -1)
+
+    def _offsets_copied(self, width: int, last: int, last_value: int) -> None:
+        """Told, after an offsets buffer's ``_copy_range``, what the copy's offsets will be: 0 at index 0,
+        ``last_value`` at index ``last``."""
 
     def _offset(self, src: int, index: int, width: int) -> int:
         return int.from_bytes(self.read(src + index * width, width), "little", signed=True) if src else 0
@@ -160,36 +189,88 @@ class Transfer(Planner):
         self.gpu = target.id if target.type == "cuda" else source.id
         self.stream = None if self.on_host else runtime.stream_for(self.gpu, stream)
         self.copies: list[_Copy] = []
+        self.group: Any = None  # the block the buffers planned now go to (plan_item sets it)
+        self._fields: int | None = None  # the next field's index while planning a top-level struct's fields
+        self._blocks: dict[Any, _Block] = {}
+        self._last_place: tuple[_Block, int] | None = None  # the block and place of the last buffer planned
 
     # ---- planning ------------------------------------------------------------------------------
 
+    def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
+                    rebase: tuple[int, int] | None = None) -> None:
+        """Adds a buffer holding source bytes [first, end) of the buffer at ``src`` to ``node``: a place
+        in the current group's block, filled in when :meth:`run` allocates the blocks."""
+        self._last_place = None
+        if not src:
+            node.buffers.append(0)
+            return
+        block = self._blocks.get(self.group)
+        if block is None:
+            block = self._blocks[self.group] = _Block()
+        offset = block.reserve(end - first)
+        block.places.append((node, len(node.buffers), offset))
+        self._last_place = (block, offset)
+        node.buffers.append(0)
+        if end > first:
+            self.copies.append(_Copy(offset, src + first, end - first, rebase, block))
+
+    def plan_item(self, dtype: DataType, tree: layout.Node, lo: int, hi: int, null_count: int,
+                  group: Any) -> PlannedNode:
+        """:meth:`plan` of one item of a batch, its buffers in ``group``'s block; where the item is a struct
+        (a table's record batch, a struct column), each field's buffers in a block of the field's own, so
+        that a column of a table is freed with it and its chunks lie together."""
+        self.group, self._fields = group, (0 if dtype.storage_id == "struct" else None)
+        return self.plan(dtype, tree, lo, hi, null_count)
+
+    def _plan_child(self, parent: DataType, dtype: DataType, child: layout.Node, first: int, end: int,
+                    offsets_range: tuple) -> PlannedNode:
+        if self._fields is None:
+            return super()._plan_child(parent, dtype, child, first, end, offsets_range)
+        group, field_index = self.group, self._fields
+        self.group, self._fields = (group, field_index), None  # the field's own subtree stays in its block
+        try:
+            return super()._plan_child(parent, dtype, child, first, end, offsets_range)
+        finally:
+            self.group, self._fields = group, field_index + 1
+
+    def _offsets_copied(self, width: int, last: int, last_value: int) -> None:
+        """Remembers the copied offsets' first and last values where they land (layout.remember): planning
+        the copy (to send it, size it, copy it on) then reads nothing from the device."""
+        if self._last_place is not None:
+            block, offset = self._last_place
+            block.known += [(offset, bytes(width)),
+                            (offset + last * width, last_value.to_bytes(width, "little", signed=True))]
+        self._last_place = None
+
+    def _allocate(self) -> None:
+        """One allocation per group for the buffers planned in it, each at an aligned place."""
+        for block in self._blocks.values():
+            block.base, block.owner = self._alloc(block.size)
+            for node, index, offset in block.places:
+                node.buffers[index] = block.base + offset
+                if not node.keep or node.keep[-1] is not block.owner:
+                    node.keep.append(block.owner)
+            if block.known:
+                layout.remember([(block.base + offset, data) for offset, data in block.known], block.owner)
+        for c in self.copies:
+            c.dst += c.block.base
+
     def _alloc(self, nbytes: int) -> tuple[int, Any]:
-        if self.on_host:
-            buf = np.empty(max(nbytes, 1), dtype=np.uint8)
-            return buf.ctypes.data, buf
+        if self.on_host:  # aligned as device and pinned blocks are (NumPy aligns to 16 or 64 bytes)
+            buf = np.empty(nbytes + BLOCK_ALIGNMENT, dtype=np.uint8)
+            return buf.ctypes.data + -buf.ctypes.data % BLOCK_ALIGNMENT, buf
         if self.target.type == "cuda":
             buf = memory.DeviceBuffer(nbytes, self.target.id, self.stream)
         else:
             buf = memory.PinnedBuffer(nbytes)
         return buf.ptr, buf
 
-    def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
-                    rebase: tuple[int, int] | None = None) -> None:
-        """Adds a buffer holding source bytes [first, end) of the buffer at ``src`` to ``node``."""
-        if not src:
-            node.buffers.append(0)
-            return
-        ptr, buf = self._alloc(end - first)
-        node.buffers.append(ptr)
-        node.keep.append(buf)
-        if end > first:
-            self.copies.append(_Copy(ptr, src + first, end - first, rebase))
-
     # ---- execution -----------------------------------------------------------------------------
 
     def run(self, source_events: list[int], keep_sources: Any) -> runtime.SyncEvent | None:
         """Enqueues every planned copy; returns the event that fires after them (None for a copy
         between host buffers, which is done when this returns)."""
+        self._allocate()
         if self.on_host:
             runtime.synchronize_events(source_events)
             for c in self.copies:
@@ -261,19 +342,20 @@ class Transfer(Planner):
                                sync_event=event.address if event is not None else None)
 
 
-def copy_chunks(items: list[tuple[DataType, Any, int, Callable[[int, int], bytes]]], source: Device,
+def copy_chunks(items: list[tuple[DataType, Any, int, Callable[[int, int], bytes], Any]], source: Device,
                 target: Device, stream: Any = None) -> list[Any]:
-    """Copies held arrays ``(type, array, known null count, reader of its memory)`` from
-    ``source`` to ``target`` in one batch."""
+    """Copies held arrays ``(type, array, known null count, reader of its memory, group)`` from
+    ``source`` to ``target`` in one batch; the copies of the items of one group (a column's chunks)
+    share one allocation, which lives as long as any of them."""
     transfer = Transfer(source, target, stream)
     by_reader: dict[int, tuple[Any, list]] = {}
-    for dtype, held, nulls, read in items:  # items sharing a batch reader are read in one batch
+    for dtype, held, nulls, read, _ in items:  # items sharing a batch reader are read in one batch
         by_reader.setdefault(id(read), (read, []))[1].append((dtype, layout.Node.of(held), 0, held.length, nulls))
     for read, trees in by_reader.values():
         prefetch(trees, read)
     plans = []
-    for dtype, held, nulls, read in items:
+    for dtype, held, nulls, read, group in items:
         transfer.read = read
-        plans.append(transfer.plan(dtype, layout.Node.of(held), 0, held.length, nulls))
+        plans.append(transfer.plan_item(dtype, layout.Node.of(held), 0, held.length, nulls, group))
     event = transfer.run([item[1].sync_event for item in items], [item[1] for item in items])
     return [transfer.build(plan, event) for plan in plans]

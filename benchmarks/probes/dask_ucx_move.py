@@ -3,7 +3,7 @@ goes, for arrowdev and CuPy payloads of the same bytes. For each payload: the ta
 the receiving worker's transfer log (the comm's own time) and the change of both workers' ``digests_total``
 (distributed's per-activity seconds), and where the sender's memory lives (the CUDA allocation each frame
 sits in: a large RMM pool, or blocks of its own). Payloads: bench_dask's table as scattered, and copied on
-the sender first (its buffers apart); one CuPy array; an arrowdev
+the sender first (a frame per column); one CuPy array; an arrowdev
 column of one uint8 buffer; as many CuPy arrays as the table has device frames, of the same sizes. Then again
 with ``ad.cuda.use_rmm()`` on every worker, and (``--multi-buffer``) with distributed-ucxx's multi-buffer
 sends. First, in this process, a cProfile of the table's ``cuda``-family serialize, deserialize and sizeof to
@@ -116,17 +116,30 @@ def profile_in_process(gtbl) -> None:
         print(f"in process: {name} {(time.perf_counter() - t0) / 5 * 1e3:.2f} ms", flush=True)
     from arrowdev import _serialize
 
+    runtime = ad.cuda.runtime
+    read_many, reads = runtime.read_many, []
+
+    def timed_read_many(requests, device_id):  # the planning's batch of offset reads, timed apart
+        t = time.perf_counter()
+        try:
+            return read_many(requests, device_id)
+        finally:
+            reads.append((len(requests), time.perf_counter() - t))
+    runtime.read_many = timed_read_many
     for _ in range(3):  # a table's first send: planning (a batch of offset reads) and packing its small buffers
         fresh = _made_on_the_worker(gtbl)
-        ad.cuda.runtime.cupy().cuda.runtime.deviceSynchronize()
+        runtime.cupy().cuda.runtime.deviceSynchronize()
+        reads.clear()
         t0 = time.perf_counter()
         plan_header, spans = _serialize._plan(fresh, fresh.device, ready=True)
         t1 = time.perf_counter()
         fh, ff = serialize(fresh, serializers=("cuda",))
         t2 = time.perf_counter()
-        print(f"in process, a fresh table: plan {(t1 - t0) * 1e3:.2f} ms, then serialize (plan kept) "
+        print(f"in process, a fresh table: plan {(t1 - t0) * 1e3:.2f} ms (offset reads: "
+              f"{', '.join(f'{n} in {s * 1e3:.2f} ms' for n, s in reads)}), then serialize (plan kept) "
               f"{(t2 - t1) * 1e3:.2f} ms, {len(spans)} spans -> {len(ff)} frames", flush=True)
         del fresh, ff
+    runtime.read_many = read_many
     header, frames = serialize(gtbl, serializers=("cuda",))
     t0 = time.perf_counter()
     for _ in range(5):
