@@ -174,7 +174,10 @@ def bench_move(rows: int, repeats: int, gpu: bool, protocol: str) -> None:
             makers.append((lambda: tbl.to_pyarrow(), None))
         a, b = sorted(client.scheduler_info()["workers"])
         measured = _move_times(client, makers, a, b, 2 * repeats)
-        comm = "UCX: " + ", ".join(client.run(_ucx_transports)[b]) if protocol == "ucx" else "TCP"
+        # TCP cuts frames above distributed.comm.shard into shards; the receiver merges those of every frame
+        # but the first by a copy (docs/distributed.md)
+        comm = ("UCX: " + ", ".join(client.run(_ucx_transports)[b]) if protocol == "ucx"
+                else f"TCP, distributed.comm.shard {dask.config.get('distributed.comm.shard')}")
     (t_table, best_table), (t_peer, best_peer), (t_made, best_made) = measured[:3]
     peer = "CuPy" if gpu else "NumPy"
     print(f"2. a partition moved between two workers ({'GPU' if gpu else 'CPU'}, {comm}), {nbytes / 1e6:.1f} MB: "
