@@ -96,9 +96,9 @@ def _recalled(address: int, nbytes: int) -> bytes | None:
 class BatchReader:
     r"""A ``Reader`` of memory that is slow to read one value at a time (a device: each read is a
     synchronous copy). It answers from what :meth:`fetch` read or :func:`remember` recorded; an address not
-    read yet is recorded and answered with zeros. Planning twice, with a :meth:`fetch` in between, reads everything in one batch;
-    planners repeat until a round fetches nothing (once per level of nesting whose offsets decide what is
-    read next): ``cuda.transfer.prefetch`` before a copy, ``_serialize`` for frames.
+    read yet is recorded and answered with zeros. Planning twice, with a :meth:`fetch` in between, reads
+    everything in one batch; planners repeat until a round fetches nothing (once per level of nesting whose
+    offsets decide what is read next): ``cuda.transfer.prefetch`` before a copy, ``_serialize`` for frames.
 
     >>> reader = BatchReader(lambda requests: [bytes([7]) * n for _, n in requests])
     >>> reader(0x1000, 4), reader.fetch(), reader(0x1000, 4), reader.fetch()
