@@ -207,25 +207,6 @@ extern "C" __global__ void slow_write(long long* out, long long n, long long spi
 """
 
 
-def test_imports_wait_on_the_producer_event(cupy):
-    """A producer writes on a slow stream and only signals through its event: arrowdev must never
-    read before it fires (C7)."""
-    kernel = cupy.RawKernel(_SLOW_WRITE, "slow_write")
-    n = 4096
-    for _ in range(3):
-        out = cupy.zeros(n, dtype=cupy.int64)
-        cupy.cuda.runtime.deviceSynchronize()
-        slow = cupy.cuda.Stream(non_blocking=True)
-        kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
-        event = ad.cuda.runtime.SyncEvent(slow, 0)
-        dtype = ad.DataType.from_arrow(pa.int64())
-        held = ad._capsules.build(dtype, n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
-                                  keepalive=[out, event], sync_event=event.address)
-        col = ad.ArrowColumn(dtype, [held])
-        assert col.to_pylist()[:3] == [1000, 1001, 1002]
-        assert col.to_host().to_pylist()[-1] == 1000 + n - 1
-
-
 def _slow_column(cupy, n: int) -> ad.ArrowColumn:
     """A GPU int64 column [1000, 1000 + n) written by a kernel that first spins on a stream of its own,
     signalling only through its sync event."""
@@ -239,6 +220,16 @@ def _slow_column(cupy, n: int) -> ad.ArrowColumn:
     held = ad._capsules.build(dtype, n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
                               keepalive=[out, event], sync_event=event.address)
     return ad.ArrowColumn(dtype, [held])
+
+
+def test_imports_wait_on_the_producer_event(cupy):
+    """A producer writes on a slow stream and only signals through its event: arrowdev must never
+    read before it fires (C7)."""
+    n = 4096
+    for _ in range(3):
+        col = _slow_column(cupy, n)
+        assert col.to_pylist()[:3] == [1000, 1001, 1002]
+        assert _slow_column(cupy, n).to_host().to_pylist()[-1] == 1000 + n - 1
 
 
 def test_a_table_of_columns_exports_batches_that_wait_on_every_columns_producer(cupy):
