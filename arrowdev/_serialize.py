@@ -67,7 +67,7 @@ class _SpanPlanner(Planner):
         self._index: dict[tuple[int, int], int] = {}
 
     def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
-                    rebase: tuple[int, int] | None = None) -> None:
+                    rebase: tuple[int, int] | None = None, last: tuple[int, int, int] | None = None) -> None:
         if not src:
             node.buffers.append(None)
             return

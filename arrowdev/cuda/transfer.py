@@ -91,9 +91,10 @@ class Planner:
         self.read: Callable[[int, int], bytes] = layout.read_cpu  # the source reader of the tree being planned
 
     def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
-                    rebase: tuple[int, int] | None = None) -> None:
+                    rebase: tuple[int, int] | None = None, last: tuple[int, int, int] | None = None) -> None:
         """Adds to ``node`` what stands for source bytes [first, end) of the buffer at ``src``
-        (``rebase``: the offsets in them are to be lowered by ``value``, their width given)."""
+        (``rebase``: the offsets in them are to be lowered by ``value``, their width given; ``last``: for an
+        offsets buffer, (width, index, value): the copy's offsets are 0 at index 0 and value at index)."""
         raise NotImplementedError
 
     def plan(self, dtype: DataType, tree: layout.Node, lo: int, hi: int, null_count: int) -> PlannedNode:
@@ -117,8 +118,8 @@ class Planner:
                 first_value = self._offset(src, base, width)
                 last_value = self._offset(src, start + n, width)
                 self._copy_range(node, src, base * width, (start + n + 1) * width,
-                                 (width, first_value) if first_value else None)
-                self._offsets_copied(width, start - base + n, last_value - first_value)
+                                 (width, first_value) if first_value else None,
+                                 (width, start - base + n, last_value - first_value))
                 child_range = (first_value, last_value)
             elif spec.role == "data" and storage in _OFFSET_WIDTH:
                 self._copy_range(node, src, child_range[0], child_range[1])
@@ -147,10 +148,6 @@ class Planner:
             lo, hi = 0, child.length
         return self.plan(dtype, child, lo, hi, child.null_count if (lo, hi) == (0, child.length) else -1)
 
-    def _offsets_copied(self, width: int, last: int, last_value: int) -> None:
-        """Told, after an offsets buffer's ``_copy_range``, what the copy's offsets will be: 0 at index 0,
-        ``last_value`` at index ``last``."""
-
     def _offset(self, src: int, index: int, width: int) -> int:
         return int.from_bytes(self.read(src + index * width, width), "little", signed=True) if src else 0
 
@@ -159,7 +156,7 @@ class _DryPlanner(Planner):
     """Plans without copying or recording anything: only the reads happen."""
 
     def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
-                    rebase: tuple[int, int] | None = None) -> None:
+                    rebase: tuple[int, int] | None = None, last: tuple[int, int, int] | None = None) -> None:
         node.buffers.append(0)
 
 
@@ -192,15 +189,15 @@ class Transfer(Planner):
         self.group: Any = None  # the block the buffers planned now go to (plan_item sets it)
         self._fields: int | None = None  # the next field's index while planning a top-level struct's fields
         self._blocks: dict[Any, _Block] = {}
-        self._last_place: tuple[_Block, int] | None = None  # the block and place of the last buffer planned
 
     # ---- planning ------------------------------------------------------------------------------
 
     def _copy_range(self, node: PlannedNode, src: int, first: int, end: int,
-                    rebase: tuple[int, int] | None = None) -> None:
+                    rebase: tuple[int, int] | None = None, last: tuple[int, int, int] | None = None) -> None:
         """Adds a buffer holding source bytes [first, end) of the buffer at ``src`` to ``node``: a place
-        in the current group's block, filled in when :meth:`run` allocates the blocks."""
-        self._last_place = None
+        in the current group's block, filled in when :meth:`run` allocates the blocks. The first and last
+        offsets of a copied offsets buffer are remembered where they land (layout.remember): planning the
+        copy (to send it, size it, copy it on) then reads nothing from the device."""
         if not src:
             node.buffers.append(0)
             return
@@ -209,7 +206,10 @@ class Transfer(Planner):
             block = self._blocks[self.group] = _Block()
         offset = block.reserve(end - first)
         block.places.append((node, len(node.buffers), offset))
-        self._last_place = (block, offset)
+        if last is not None:
+            width, index, value = last
+            block.known += [(offset, bytes(width)),
+                            (offset + index * width, value.to_bytes(width, "little", signed=True))]
         node.buffers.append(0)
         if end > first:
             self.copies.append(_Copy(offset, src + first, end - first, rebase, block))
@@ -232,15 +232,6 @@ class Transfer(Planner):
             return super()._plan_child(parent, dtype, child, first, end, offsets_range)
         finally:
             self.group, self._fields = group, field_index + 1
-
-    def _offsets_copied(self, width: int, last: int, last_value: int) -> None:
-        """Remembers the copied offsets' first and last values where they land (layout.remember): planning
-        the copy (to send it, size it, copy it on) then reads nothing from the device."""
-        if self._last_place is not None:
-            block, offset = self._last_place
-            block.known += [(offset, bytes(width)),
-                            (offset + last * width, last_value.to_bytes(width, "little", signed=True))]
-        self._last_place = None
 
     def _allocate(self) -> None:
         """One allocation per group for the buffers planned in it, each at an aligned place."""
