@@ -135,9 +135,9 @@ def _read_int(read: Reader, address: int, index: int, width: int) -> int:
     return int.from_bytes(read(address + index * width, width), "little", signed=True)
 
 
-@dataclass(frozen=True)
-class BufferSpec:
-    """One buffer of a node: its role, and its size in bytes for the node's offset + length."""
+class BufferSpec(NamedTuple):
+    """One buffer of a node: its role, and its size in bytes for the node's offset + length (a tuple:
+    planners make one per buffer of every chunk they walk)."""
 
     role: str  # validity, data, offsets, sizes, views, type_ids, variadic_data, variadic_sizes
     size: int

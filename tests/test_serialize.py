@@ -14,7 +14,7 @@ from distributed.protocol import deserialize, dumps, loads, serialize, to_serial
 
 import arrowdev as ad
 import arrowdev.dask as add
-from arrowdev import _serialize, layout
+from arrowdev import _chunked, _serialize, layout
 from support.samples import CASES, LAYOUTS, source_of
 
 # Layouts whose children are referenced out of order are sent from their buffers' start (as copied).
@@ -373,6 +373,28 @@ def test_gpu_planning_reads_device_offsets_in_one_batch(monkeypatch):
     assert batches == [40] and not single  # sized from the plan kept when it was serialized
     got = deserialize(header, frames, deserializers=("cuda",))
     assert got.to_pyarrow().equals(gpu.to_pyarrow())
+
+
+@pytest.mark.gpu
+def test_gpu_sending_a_table_waits_on_each_producer_event_once(monkeypatch):
+    """The chunks of a table copied in one batch share the copy's sync event: a send waits on it once, not
+    once per chunk (host synchronisations cost microseconds each, and a large table has hundreds of chunks);
+    chunks with events of their own are each waited on."""
+    from arrowdev.cuda import runtime
+
+    api = runtime.cupy().cuda.runtime
+    waited = []
+    synchronize = api.eventSynchronize
+    monkeypatch.setattr(api, "eventSynchronize", lambda handle: waited.append(handle) or synchronize(handle))
+    strings = pa.chunked_array([pa.array([f"v{i}" for i in range(k, k + 50)]) for k in range(0, 1000, 50)])
+    copied = ad.table({"s": strings, "n": pa.array(np.arange(1000))}).to_device()
+    events = {c.sync_event for col in copied.columns for c in _chunked.chunks(col)}
+    serialize(copied, serializers=("cuda",))
+    assert len(waited) == len(events) == 1
+    waited.clear()
+    apart = ad.table({"s": copied.column("s"), "n": ad.column(pa.array(np.arange(1000))).to_device()})
+    serialize(apart, serializers=("cuda",))
+    assert len(waited) == len(set(waited)) == 2  # the two copies' events, each once
 
 
 def test_a_received_table_is_sized_and_sent_on_without_planning(monkeypatch):

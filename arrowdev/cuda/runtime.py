@@ -138,17 +138,19 @@ def _event_handle(address: int) -> int:
 
 def wait_on_events(stream: Any, events: Iterable[int]) -> None:
     """Makes ``stream`` wait for every producer event (``cudaEvent_t*``) before later work (no list built:
-    this runs on every UDF call)."""
+    this runs on every UDF call). An event repeated in a row is waited on once (chunks of one copy share it)."""
+    last = 0
     for address in events:
         handle = _event_handle(address)
-        if handle:
+        if handle and handle != last:
             _on_event(handle, cupy().cuda.runtime.streamWaitEvent, stream.ptr, handle, 0)
+            last = handle
 
 
 def synchronize_events(events: Iterable[int]) -> None:
-    """Blocks the host until every producer event (``cudaEvent_t*``) has fired."""
-    for address in events:
-        handle = _event_handle(address)
+    """Blocks the host until every producer event (``cudaEvent_t*``) has fired, each distinct event once (the
+    chunks of a table copied in one batch share one: a table of many chunks would wait on it per chunk)."""
+    for handle in dict.fromkeys(_event_handle(address) for address in events):
         if handle:
             _on_event(handle, cupy().cuda.runtime.eventSynchronize, handle)
 

@@ -70,7 +70,7 @@ class _Block:
         return offset
 
 
-@dataclass
+@dataclass(slots=True)
 class PlannedNode:
     length: int
     null_count: int
