@@ -57,6 +57,8 @@ class Node(NamedTuple):
     @classmethod
     def _from_tuple(cls, tree: tuple[Any, ...]) -> Node:
         length, offset, null_count, buffers, children, dictionary = tree
+        if not children and dictionary is None:  # most nodes: no generator to run
+            return cls(length, offset, null_count, tuple(buffers), (), None)
         return cls(length, offset, null_count, tuple(buffers), tuple(cls._from_tuple(c) for c in children),
                    None if dictionary is None else cls._from_tuple(dictionary))
 

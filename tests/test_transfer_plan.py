@@ -79,6 +79,42 @@ def test_a_slice_copies_only_its_own_rows(name):
     assert sliced.to_pyarrow().equals(pa.chunked_array([arr.slice(9, 5)]))
 
 
+class _RangePlanner(transfer.Planner):
+    """Records every range a plan hands to ``_copy_range``, in order."""
+
+    def __init__(self, general_walk_only: bool) -> None:
+        super().__init__()
+        self.ranges: list[tuple] = []
+        if general_walk_only:
+            self._plan_leaf = lambda *args: None
+
+    def _copy_range(self, node, src, first, end, rebase=None, last=None):
+        self.ranges.append((src, first, end, rebase, last))
+        node.buffers.append(src)
+
+
+@pytest.mark.parametrize("layout_name", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_leaf_shortcut_plans_what_the_general_walk_plans(name, layout_name):
+    """Nodes of numbers, bools and strings are planned without the general walk (a table of many chunks
+    has hundreds of them): the same ranges, rebases, remembered offsets and nodes, whole, sliced and chunked."""
+    col = ad.column(source_of(name, layout_name))
+    plans = []
+    for general in (False, True):
+        planner = _RangePlanner(general)
+        nodes = [planner.plan(col.type, layout.Node.of(held), 0, held.length, -1)
+                 for held in _chunked.chunks(col)]
+        plans.append((planner.ranges, [_node_fields(node) for node in nodes]))
+    assert plans[0] == plans[1]
+    assert plans[0][0] or len(col) == 0 or name == "null"
+
+
+def _node_fields(node: transfer.PlannedNode) -> tuple:
+    return (node.length, node.null_count, node.offset, tuple(node.buffers),
+            tuple(_node_fields(c) for c in node.children),
+            None if node.dictionary is None else _node_fields(node.dictionary))
+
+
 def test_rebased_offsets_start_at_zero():
     # A copy keeps the slice's bit position in its first byte (offset % 8), so rows 8.. are
     # exactly what a slice at 8 copies.
