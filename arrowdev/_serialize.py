@@ -97,30 +97,48 @@ def _kind_and_columns(obj: Any) -> tuple[str, list[Any]]:
 # Plans kept per object (columns and tables never change): Dask sizes an object when it arrives and
 # serializes it when another worker asks, and planning a table of many chunks costs milliseconds.
 # Keyed by id, the entry removed when the object goes (columns and tables are not hashable).
-_kept_plans: dict[int, tuple[Any, dict[str, Any], list[tuple[int, int]]]] = {}
+# A plan in pieces (``piece_bytes``) is kept apart, keyed (id, piece_bytes).
+_kept_plans: dict[Any, tuple[Any, dict[str, Any], list[tuple[int, int]]]] = {}
 
 
-def _keep_plan(obj: Any, header: dict[str, Any], spans: list[tuple[int, int]]) -> None:
-    key = id(obj)
+def _keep_plan(obj: Any, header: dict[str, Any], spans: list[tuple[int, int]], piece_bytes: int | None = None) -> None:
+    key = id(obj) if piece_bytes is None else (id(obj), piece_bytes)
     _kept_plans[key] = (weakref.ref(obj, lambda _: _kept_plans.pop(key, None)), header, spans)
 
 
-def _plan(obj: Any, source: Device, ready: bool) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+def _plan(obj: Any, source: Device, ready: bool,
+          piece_bytes: int | None = None) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     """The header and the (address, size) of each frame of a column or table. ``ready``: its
     producers have finished (else the memory is read, where it must be, after waiting for them).
-    The header is the caller's to change (a copy of the kept one)."""
-    kept = _kept_plans.get(id(obj))
+    ``piece_bytes`` (CPU data only): chunks whose frames would pass it are sent as row ranges under it,
+    each a chunk of its own (:func:`host_frames`). The header is the caller's to change (a copy of the kept one)."""
+    kept = _kept_plans.get(id(obj) if piece_bytes is None else (id(obj), piece_bytes))
     if kept is not None and kept[0]() is obj:
         return dict(kept[1]), kept[2]
-    header, spans = _make_plan(obj, source, ready)
-    _keep_plan(obj, header, spans)
+    if piece_bytes is not None:
+        header, spans = _plan(obj, source, ready)
+        if all(size <= piece_bytes for _, size in spans):
+            return header, spans  # nothing to cut
+    header, spans = _make_plan(obj, source, ready, piece_bytes)
+    _keep_plan(obj, header, spans, piece_bytes)
     return dict(header), spans
 
 
-def _make_plan(obj: Any, source: Device, ready: bool) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+def _chunk_trees(dtype: DataType, held: Any, nulls: int | None, piece_bytes: int | None) -> list[tuple]:
+    """What the planner plans for one chunk: (type, tree, first row, end row, null count), once, or per
+    row piece (``layout.row_pieces``; a piece's null count is known only where the chunk has no nulls)."""
+    tree, count = layout.Node.of(held), -1 if nulls is None else nulls
+    pieces = [(0, held.length)] if piece_bytes is None else layout.row_pieces(dtype, tree, piece_bytes)
+    if len(pieces) == 1:
+        return [(dtype, tree, 0, held.length, count)]
+    return [(dtype, tree, lo, hi, 0 if count == 0 else -1) for lo, hi in pieces]
+
+
+def _make_plan(obj: Any, source: Device, ready: bool,
+               piece_bytes: int | None = None) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     kind, columns = _kind_and_columns(obj)
-    trees = [[(col.type, layout.Node.of(held), 0, held.length, -1 if nulls is None else nulls)
-              for held, nulls in zip(_chunked.chunks(col), _chunked.null_counts(col))] for col in columns]
+    trees = [[tree for held, nulls in zip(_chunked.chunks(col), _chunked.null_counts(col))
+              for tree in _chunk_trees(col.type, held, nulls, piece_bytes)] for col in columns]
     read = _chunked.planning_reader(columns, ready)
     while True:  # device memory: each round's reads in one batch, until a round reads nothing new
         planner = _SpanPlanner()
@@ -191,14 +209,17 @@ def _wait_for_producers(obj: Any) -> None:
         runtime.synchronize_events(events)
 
 
-def host_frames(obj: Any) -> tuple[dict[str, Any], list[memoryview]]:
+def host_frames(obj: Any, piece_bytes: int | None = None) -> tuple[dict[str, Any], list[memoryview]]:
     """(header, frames) of a column or table, the frames in host memory: views of CPU data (zero-copy),
-    or of a pinned host copy of the rows in range of device data."""
+    or of a pinned host copy of the rows in range of device data. ``piece_bytes``: CPU data whose frames
+    would pass it travels in row ranges under it, each a chunk of its own on the receiving side, the same
+    values (distributed's TCP comm cuts larger frames into shards that its receiver copies back together,
+    except the first frame's: docs/distributed.md); device data keeps its chunks (it is copied on arrival)."""
     source = obj.device
     if not source.is_cpu_readable:
-        obj = obj.to_host()  # one batch of copies, ordered after every producer's sync event
+        obj, piece_bytes = obj.to_host(), None  # one batch of copies, ordered after every producer's sync event
     _wait_for_producers(obj)
-    header, spans = _plan(obj, source, ready=True)
+    header, spans = _plan(obj, source, ready=True, piece_bytes=piece_bytes)
     return header, [_host_frame(address, nbytes, obj) for address, nbytes in spans]
 
 

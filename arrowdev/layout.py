@@ -182,6 +182,49 @@ def buffer_specs(dtype: DataType, offset: int, length: int, buffers: tuple[int, 
     return validity + [BufferSpec("data", (bits * end + 7) // 8)]
 
 
+_BINARY_WIDTH = {"string": 4, "binary": 4, "large_string": 8, "large_binary": 8}
+
+
+def row_pieces(dtype: DataType, tree: Node, piece_bytes: int) -> list[tuple[int, int]]:
+    """Row ranges [lo, hi) of a node in CPU memory whose buffers, as a planner copies them, each hold at most
+    ``piece_bytes`` bytes (pieces after the first start at rows that are multiples of 8, so bitmaps are cut
+    at whole bytes; a piece is at least 8 rows, so strings longer than ``piece_bytes`` pass it). Only nodes
+    of numbers, bools and strings / binary are cut; any other node is one piece.
+
+    >>> import pyarrow as pa, arrowdev as ad
+    >>> from arrowdev import _chunked
+    >>> held = _chunked.chunks(ad.column(pa.array(range(40), pa.int64())))[0]
+    >>> row_pieces(ad.DataType.from_arrow(pa.int64()), Node.of(held), 128)
+    [(0, 16), (16, 32), (32, 40)]
+    """
+    storage, buffers, n = dtype.storage_id, tree.buffers, tree.length
+    width = _BINARY_WIDTH.get(storage)
+    if (tree.children or tree.dictionary is not None or storage in _NO_VALIDITY
+            or len(buffers) != (2 if width is None else 3) or width is None and storage in _OFFSETS32 | _OFFSETS64):
+        return [(0, n)]
+    start, end = tree.offset, tree.offset + n
+    base = start - start % 8  # where a planner starts the first piece's buffers
+    if width is None:  # fixed width: the same number of rows in every piece
+        rows = max(8, piece_bytes * 8 // dtype.element_bits(1) // 8 * 8)
+        cuts = list(range(base + rows, end, rows))
+    elif not buffers[1]:
+        return [(0, n)]
+    else:  # strings: as many rows as the data bytes and the offsets allow
+        count = end - base + 1
+        raw = (ctypes.c_uint8 * (count * width)).from_address(buffers[1] + base * width)
+        offsets = np.frombuffer(memoryview(raw), dtype=np.int32 if width == 4 else np.int64)  # a view: no copy
+        most_rows = max(8, (piece_bytes // width - 1) // 8 * 8)
+        cuts, cut = [], base
+        while True:
+            fits = base + int(np.searchsorted(offsets, offsets[cut - base] + piece_bytes, "right")) - 1
+            cut = max(cut + 8, min(cut + most_rows, fits // 8 * 8))
+            if cut >= end:
+                break
+            cuts.append(cut)
+    bounds = [start, *cuts, end]
+    return [(lo - start, hi - start) for lo, hi in zip(bounds, bounds[1:])]
+
+
 def count_set_bits(bitmap: bytes, bit_offset: int, length: int) -> int:
     """Set bits among bits [bit_offset, bit_offset + length) of a little-endian bitmap."""
     if length == 0:

@@ -77,6 +77,69 @@ def test_every_sample_type_travels_between_workers(client):
     assert back.equals(tbl)
 
 
+def _count_merge_copies() -> None:
+    """On a worker: counts the bytes distributed copies to put a frame's shards back together."""
+    module = sys.modules["distributed.protocol.serialize"]  # the package's `serialize` is the function
+    copy = module.host_array_from_buffers
+
+    def counted(buffers):
+        module.merge_copied = getattr(module, "merge_copied", 0) + sum(memoryview(b).nbytes for b in buffers)
+        return copy(buffers)
+    module.host_array_from_buffers = counted
+
+
+def _merge_copied() -> int:
+    return getattr(sys.modules["distributed.protocol.serialize"], "merge_copied", 0)
+
+
+def _register_whole_buffers() -> None:
+    """The ``dask`` family as it was before buffers went in row pieces: every buffer one frame."""
+    from distributed.protocol.serialize import dask_serialize
+
+    from arrowdev import _serialize
+
+    for cls in (ad.ArrowColumn, ad.ArrowTable):
+        dask_serialize.register(cls)(_serialize.host_frames)
+
+
+def test_buffers_larger_than_the_shard_size_travel_between_workers_without_merge_copies(monkeypatch):
+    """distributed's TCP comm cuts a frame above ``distributed.comm.shard`` into shards, and the receiver
+    copies every frame's shards back together but the first's; CPU buffers above it travel in row ranges
+    under it instead (a chunk each on the receiver): nothing is copied, the values are the same. The same
+    table sent with each buffer one frame (the registration before) is the reference: copies happen."""
+    from arrowdev.dask import _distributed
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    tbl = ad.table({"a": pa.array(rng.integers(0, 9, n), mask=rng.random(n) < 0.1), "b": pa.array(rng.random(n)),
+                    "s": pa.array([f"value {i}" * (i % 4) for i in range(n)])})
+    copied = {}
+    # TCP reads its shard size when it is imported: the workers' from the environment, before their start
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__SHARD", "16KiB")
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+                         worker_dashboard_address=":0") as cluster, Client(cluster) as client:
+        client.run(_count_merge_copies)
+        a, b = sorted(client.scheduler_info()["workers"])
+        try:
+            for registration in ("row pieces", "whole buffers"):
+                if registration == "whole buffers":
+                    client.run(_register_whole_buffers)
+                    _register_whole_buffers()
+                [future] = client.scatter([tbl], workers=[a], hash=False)
+                before = client.run(_merge_copied)[b]
+                moved = client.submit(lambda x: x, future, workers=[b], pure=False)
+                got = moved.result()
+                copied[registration] = client.run(_merge_copied)[b] - before
+                assert got.equals(tbl)
+                assert got.column("a").null_count == tbl.column("a").null_count
+                if registration == "row pieces":
+                    assert min(c.num_chunks for c in got.columns) > 1  # each column in pieces under 16 KiB
+        finally:
+            _distributed.register()
+    assert copied["row pieces"] == 0
+    assert copied["whole buffers"] > 100_000  # the shards of b and s's buffers (a's go with the header)
+
+
 def test_persist_compute_and_the_udf_pipeline_equal_in_process(client, tmp_path):
     parts = [_table(700, seed) for seed in range(4)]
     for i, p in enumerate(parts):

@@ -247,6 +247,36 @@ def _frame_spans(frames) -> list[tuple[int, int]]:
     return sorted((np.frombuffer(f, np.uint8).ctypes.data, memoryview(f).nbytes) for f in frames)
 
 
+_CUT = {"binary", "bool", "large_binary", "large_string", "string"} | {
+    name for name in CASES if name.split("[")[0] in ("date32", "date64", "decimal32", "decimal64", "decimal128",
+                                                       "decimal256", "duration", "fixed_size_binary", "float16",
+                                                       "float32", "float64", "int8", "int16", "int32", "int64",
+                                                       "month_day_nano_interval", "time32", "time64", "timestamp",
+                                                       "uint8", "uint16", "uint32", "uint64")}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_buffers_past_the_piece_size_travel_in_row_pieces(name, layout):
+    """``host_frames(piece_bytes=...)`` (the dask family, under TCP's shard size): nodes of numbers, bools and
+    strings go in row ranges whose frames stay under the piece size (at least 8 rows), each a chunk on the
+    receiving side; other types go whole; the values and null counts are the same, whole, sliced, chunked."""
+    long = pa.concat_arrays([CASES[name]] * 12)
+    source = {"whole": long, "slice(3)": long.slice(3), "slice(3,11)": long.slice(3, 150),
+              "chunked": pa.chunked_array([long.slice(0, 7), long.slice(0, 0), long.slice(7)])}[layout]
+    col = ad.column(source)
+    header, frames = _serialize.host_frames(col, piece_bytes=256)
+    got = _serialize.from_frames(header, frames)
+    assert got.to_pyarrow().equals(col.to_pyarrow())
+    assert got.null_count == col.null_count
+    whole = _serialize._plan(col, col.device, ready=True)[1]
+    if name in _CUT and max(size for _, size in whole) > 256:
+        assert max(memoryview(f).nbytes for f in frames) <= 256
+        assert got.num_chunks > col.num_chunks
+    elif name not in _CUT:
+        assert len(frames) == len(whole) and got.num_chunks == col.num_chunks
+
+
 def test_an_unsliced_table_is_sent_as_its_own_buffers():
     """Zero-copy, in the table's own chunks: every frame is exactly one buffer of the source (the validity
     bitmap and the string offsets included), none cut where another column's chunk ends."""

@@ -1,7 +1,9 @@
 """arrowdev's registrations with Dask and distributed, made when this module is imported.
 
 - distributed's ``dask`` family (TCP, spilling to host and disk): host frames of the rows in range
-  (device data is copied to pinned host memory; it lands on the receiving worker's GPU).
+  (device data is copied to pinned host memory; it lands on the receiving worker's GPU); CPU buffers
+  larger than TCP's shard size (``distributed.comm.shard``) go in row ranges under it, a chunk each on
+  the receiver.
 - distributed's ``cuda`` family (UCX between GPUs): device frames with ``__cuda_array_interface__``,
   returned only once the data's producers have finished; received frames are used in place.
 - ``dask.sizeof``: the bytes of the rows in range, so that workers account partitions right.
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask
 from dask.sizeof import sizeof
+from dask.utils import parse_bytes
 
 from .. import _serialize
 from ..column import ArrowColumn
@@ -42,6 +46,25 @@ def _on_device(obj: ArrowColumn | ArrowTable) -> bool:
     return obj.device.type in _DEVICE_TYPES
 
 
+def _host_frames(obj: ArrowColumn | ArrowTable) -> tuple[dict[str, Any], list[Any]]:
+    """The ``dask`` family's frames: CPU data whose buffers pass the TCP comm's shard size travels in row
+    ranges under it, so that TCP sends no frame in shards (its receiver copies a frame's shards back
+    together, except the first frame's: docs/distributed.md, "Large buffers over TCP")."""
+    return _serialize.host_frames(obj, piece_bytes=_shard_bytes())
+
+
+def _shard_bytes() -> int:
+    """The size past which distributed's TCP comm cuts a frame into shards. TCP reads
+    ``distributed.comm.shard`` once, when ``distributed.comm.tcp`` is imported (a worker's config set later
+    does not change it), so its value is read where TCP keeps it; the config where it is not there."""
+    try:
+        from distributed.comm.tcp import TCP
+
+        return int(TCP.max_shard_size)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return parse_bytes(dask.config.get("distributed.comm.shard"))
+
+
 def _deserialize(header: dict[str, Any], frames: list[Any]) -> Any:
     return _serialize.from_frames(header, frames)
 
@@ -57,7 +80,7 @@ def register() -> None:
     except ImportError:
         return
     for cls in (ArrowColumn, ArrowTable):
-        dask_serialize.register(cls)(_serialize.host_frames)
+        dask_serialize.register(cls)(_host_frames)
         dask_deserialize.register(cls)(_deserialize)
         cuda_serialize.register(cls)(_serialize.device_frames)
         cuda_deserialize.register(cls)(_deserialize)
