@@ -2,7 +2,9 @@
 For bench_dask's table (as scattered, and made on the sending worker) and a NumPy array: the move's median time
 and, on each worker, the bytes that distributed's ``merge_and_deserialize`` copied to put a frame's shards back
 together (frames above ``distributed.comm.shard`` are cut into shards; TCP receives each shard after the first
-frame into a buffer of its own). Run it with and without ``DASK_DISTRIBUTED__COMM__SHARD=1GiB``.
+frame into a buffer of its own). Run it with and without ``DASK_DISTRIBUTED__COMM__SHARD=1GiB``. (Since
+the ``dask`` family sends CPU buffers above the shard size in row pieces under it, it counts nothing for
+arrowdev's tables either way.)
 
     python3 benchmarks/probes/dask_tcp_shards.py [--rows N] [--repeats R]
 """
