@@ -19,6 +19,7 @@ from distributed.protocol import serialize
 
 import arrowdev as ad
 import arrowdev.dask as add
+from support.dask_merges import count_merge_copies, merge_copied
 from support.samples import CASES
 
 
@@ -77,21 +78,6 @@ def test_every_sample_type_travels_between_workers(client):
     assert back.equals(tbl)
 
 
-def _count_merge_copies() -> None:
-    """On a worker: counts the bytes distributed copies to put a frame's shards back together."""
-    module = sys.modules["distributed.protocol.serialize"]  # the package's `serialize` is the function
-    copy = module.host_array_from_buffers
-
-    def counted(buffers):
-        module.merge_copied = getattr(module, "merge_copied", 0) + sum(memoryview(b).nbytes for b in buffers)
-        return copy(buffers)
-    module.host_array_from_buffers = counted
-
-
-def _merge_copied() -> int:
-    return getattr(sys.modules["distributed.protocol.serialize"], "merge_copied", 0)
-
-
 def _register_whole_buffers() -> None:
     """The ``dask`` family as it was before buffers went in row pieces: every buffer one frame."""
     from distributed.protocol.serialize import dask_serialize
@@ -118,7 +104,7 @@ def test_buffers_larger_than_the_shard_size_travel_between_workers_without_merge
     monkeypatch.setenv("DASK_DISTRIBUTED__COMM__SHARD", "16KiB")
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
                          worker_dashboard_address=":0") as cluster, Client(cluster) as client:
-        client.run(_count_merge_copies)
+        client.run(count_merge_copies)
         a, b = sorted(client.scheduler_info()["workers"])
         try:
             for registration in ("row pieces", "whole buffers"):
@@ -126,10 +112,10 @@ def test_buffers_larger_than_the_shard_size_travel_between_workers_without_merge
                     client.run(_register_whole_buffers)
                     _register_whole_buffers()
                 [future] = client.scatter([tbl], workers=[a], hash=False)
-                before = client.run(_merge_copied)[b]
+                before = client.run(merge_copied)[b]
                 moved = client.submit(lambda x: x, future, workers=[b], pure=False)
                 got = moved.result()
-                copied[registration] = client.run(_merge_copied)[b] - before
+                copied[registration] = client.run(merge_copied)[b] - before
                 assert got.equals(tbl)
                 assert got.column("a").null_count == tbl.column("a").null_count
                 if registration == "row pieces":

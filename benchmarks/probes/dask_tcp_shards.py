@@ -16,32 +16,16 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path[:0] = [os.path.join(os.path.dirname(__file__), ".."), os.path.join(os.path.dirname(__file__), "..", "..", "tests")]
 
 import dask  # noqa: E402
 import numpy as np  # noqa: E402
 from distributed import Client, LocalCluster, wait  # noqa: E402
 
 from bench_dask import _made_on_the_worker, make_table  # noqa: E402
+from support.dask_merges import count_merge_copies, merge_copied  # noqa: E402
 
 import arrowdev.dask as add  # noqa: E402
-
-
-def count_merge_copies() -> None:
-    """On a worker: counts the bytes distributed copies when it cannot merge shards in place."""
-    import distributed.protocol  # noqa: F401
-
-    module = sys.modules["distributed.protocol.serialize"]
-    copy = module.host_array_from_buffers
-
-    def counted(buffers):
-        module.merge_copied = getattr(module, "merge_copied", 0) + sum(memoryview(b).nbytes for b in buffers)
-        return copy(buffers)
-    module.host_array_from_buffers = counted
-
-
-def merge_copied() -> int:
-    return getattr(sys.modules["distributed.protocol.serialize"], "merge_copied", 0)
 
 
 def main() -> None:
