@@ -183,6 +183,19 @@ def buffer_specs(dtype: DataType, offset: int, length: int, buffers: tuple[int, 
 
 
 _BINARY_WIDTH = {"string": 4, "binary": 4, "large_string": 8, "large_binary": 8}
+_NOT_FIXED_WIDTH = frozenset(_OFFSETS32 | _OFFSETS64 | _VIEWS | _LIST_VIEWS.keys())  # (with two buffers)
+
+
+def flat_leaf(dtype: DataType, tree: Node) -> int | None:
+    """For a node of numbers, bools or strings / binary (no children, no dictionary: the commonest nodes):
+    0 where its values are fixed-width, its offsets' width (4 or 8) for strings; None for any other node."""
+    storage = dtype.storage_id
+    if tree.children or tree.dictionary is not None or storage in _NO_VALIDITY:
+        return None
+    width = _BINARY_WIDTH.get(storage)
+    if width is not None:
+        return width if len(tree.buffers) == 3 else None
+    return 0 if len(tree.buffers) == 2 and storage not in _NOT_FIXED_WIDTH else None
 
 
 def row_pieces(dtype: DataType, tree: Node, piece_bytes: int) -> list[tuple[int, int]]:
@@ -197,14 +210,12 @@ def row_pieces(dtype: DataType, tree: Node, piece_bytes: int) -> list[tuple[int,
     >>> row_pieces(ad.DataType.from_arrow(pa.int64()), Node.of(held), 128)
     [(0, 16), (16, 32), (32, 40)]
     """
-    storage, buffers, n = dtype.storage_id, tree.buffers, tree.length
-    width = _BINARY_WIDTH.get(storage)
-    if (tree.children or tree.dictionary is not None or storage in _NO_VALIDITY
-            or len(buffers) != (2 if width is None else 3) or width is None and storage in _OFFSETS32 | _OFFSETS64):
+    buffers, n, width = tree.buffers, tree.length, flat_leaf(dtype, tree)
+    if width is None:
         return [(0, n)]
     start, end = tree.offset, tree.offset + n
     base = start - start % 8  # where a planner starts the first piece's buffers
-    if width is None:  # fixed width: the same number of rows in every piece
+    if width == 0:  # fixed width: the same number of rows in every piece
         rows = max(8, piece_bytes * 8 // dtype.element_bits(1) // 8 * 8)
         cuts = list(range(base + rows, end, rows))
     elif not buffers[1]:

@@ -36,8 +36,6 @@ _WHOLE = frozenset({"na", "run_end_encoded", "dense_union", "list_view", "large_
 _OFFSET_WIDTH = {"string": 4, "binary": 4, "list": 4, "map": 4,
                  "large_string": 8, "large_binary": 8, "large_list": 8}
 _DEVICE_MEMORY = frozenset({"cuda", "cuda_managed"})
-# leaves of two buffers that are not validity + fixed-width values
-_NOT_FIXED_WIDTH = frozenset({"dense_union", "list", "large_list", "map"}) | _WHOLE
 
 
 @dataclass
@@ -102,10 +100,9 @@ class Planner:
     def plan(self, dtype: DataType, tree: layout.Node, lo: int, hi: int, null_count: int) -> PlannedNode:
         """The copy of rows [lo, hi) of one node and what it points at."""
         offset, buffers, children, dictionary = tree.offset, tree.buffers, tree.children, tree.dictionary
-        if not children and dictionary is None and len(buffers) in (2, 3):
-            leaf = self._plan_leaf(dtype, offset + lo, hi - lo, buffers, null_count)
-            if leaf is not None:
-                return leaf
+        width = layout.flat_leaf(dtype, tree)
+        if width is not None:
+            return self._plan_leaf(dtype, offset + lo, hi - lo, buffers, null_count, width)
         storage, start, n = dtype.storage_id, offset + lo, hi - lo
         specs = layout.buffer_specs(dtype, start, n, buffers, self.read)
         if storage in _WHOLE:
@@ -141,19 +138,16 @@ class Planner:
             node.dictionary = self.plan(dtype.value_type, dictionary, 0, dictionary.length, dictionary.null_count)
         return node
 
-    def _plan_leaf(self, dtype: DataType, start: int, n: int, buffers: tuple[int, ...],
-                   null_count: int) -> PlannedNode | None:
-        """:meth:`plan` of a node of numbers, bools or strings / binary (most nodes there are: a table of many
-        chunks has hundreds), the same ranges without the general walk's buffer specs; None for other types."""
-        storage = dtype.storage_id
-        width = _OFFSET_WIDTH.get(storage)
-        if len(buffers) != (2 if width is None else 3) or storage in _NOT_FIXED_WIDTH:
-            return None
+    def _plan_leaf(self, dtype: DataType, start: int, n: int, buffers: tuple[int, ...], null_count: int,
+                   width: int) -> PlannedNode:
+        """:meth:`plan` of a node of numbers, bools or strings / binary (``layout.flat_leaf``: its offsets' width,
+        0 for fixed-width values; most nodes there are, and a table of many chunks has hundreds): the same
+        ranges, without the general walk's buffer specs."""
         end = start + n
         base = start - start % 8
         node = PlannedNode(n, null_count, start - base, [], [], None, dtype)
         self._copy_range(node, buffers[0], base // 8, (end + 7) // 8 if buffers[0] else 0)
-        if width is None:
+        if width == 0:
             bits = dtype.element_bits(1)
             self._copy_range(node, buffers[1], base * bits // 8, (bits * end + 7) // 8)
             return node
