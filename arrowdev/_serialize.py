@@ -250,13 +250,14 @@ def _device_frames(header: dict[str, Any], spans: list[tuple[int, int]], obj: An
     frames: list[Any] = []
     alone = []
     for run in _adjacent_runs(spans):
-        start, end = spans[run[0]][0], max(spans[i][0] + spans[i][1] for i in run)
-        if len(run) > 1 and _in_one_allocation(start, end):
-            for i in run:
+        for group in _allocation_groups(run, spans) if len(run) > 1 else [run]:
+            if len(group) == 1:
+                alone.extend(group)
+                continue
+            start, end = spans[group[0]][0], max(spans[i][0] + spans[i][1] for i in group)
+            for i in group:
                 places[i] = [len(frames), spans[i][0] - start, spans[i][1]]
             frames.append(DeviceFrame(start, end - start, obj))
-        else:
-            alone.extend(run)
     small = sorted(i for i in alone if spans[i][1] < PACK_BELOW)
     for i in sorted(set(alone) - set(small)) if len(small) > 1 else sorted(alone):
         places[i] = [len(frames), 0, spans[i][1]]
@@ -285,12 +286,27 @@ def _adjacent_runs(spans: list[tuple[int, int]]) -> list[list[int]]:
     return runs
 
 
-def _in_one_allocation(start: int, end: int) -> bool:
-    """Whether device bytes [start, end) lie in one CUDA allocation (a transport maps one at a time)."""
+def _allocation_groups(run: list[int], spans: list[tuple[int, int]]) -> list[list[int]]:
+    """A run of adjacent spans cut where one CUDA allocation ends and the next begins: a transport maps one
+    allocation at a time, and separate allocations can lie back to back (the driver places small ones so,
+    e.g. the blocks of a table's columns)."""
+    groups: list[list[int]] = []
+    end = 0  # where the allocation of the last group ends
+    for i in run:
+        address, nbytes = spans[i]
+        if groups and address + nbytes <= end:
+            groups[-1].append(i)
+            continue
+        base, size = _allocation_range(address)
+        end = base + size if base <= address else address  # not known to the driver: a group of its own
+        groups.append([i])
+    return groups
+
+
+def _allocation_range(address: int) -> tuple[int, int]:
     from .cuda import runtime
 
-    base, size = runtime.allocation_range(start)
-    return base <= start and end <= base + size
+    return runtime.allocation_range(address)
 
 
 def _packed_frame(spans: list[tuple[int, int]], small: list[int], places: list, index: int, device_id: int) -> Any:

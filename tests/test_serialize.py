@@ -361,8 +361,9 @@ def test_gpu_cuda_family_packs_small_buffers_into_one_frame(monkeypatch):
     """Buffers of at least PACK_BELOW bytes travel as frames over the source; the others copied into one
     frame (a transport pays per frame). Received, the columns equal the source and hold the frames."""
     monkeypatch.setattr(_serialize, "PACK_BELOW", 3000)
-    # buffers that happen to lie back to back (a pool's neighbours) would travel as one frame over them
-    monkeypatch.setattr(_serialize, "_in_one_allocation", lambda start, end: False)
+    # buffers that happen to lie back to back in one allocation (a pool's neighbours) would travel as one
+    # frame over them: here every buffer is an allocation of its own
+    monkeypatch.setattr(_serialize, "_allocation_range", lambda address: (address, 0))
     source = pa.table({"big": pa.array(np.arange(1000, dtype=np.int64)), "s": _chunked_table().column("s").to_pyarrow(),
                        "a": _chunked_table().column("a").to_pyarrow()})
     gpu = ad.table(source).to_device()
@@ -461,6 +462,19 @@ def test_kept_plans_go_with_their_objects():
 ])
 def test_adjacent_spans_form_runs(spans, runs):
     assert _serialize._adjacent_runs(spans) == runs
+
+
+def test_a_run_of_adjacent_spans_is_cut_where_an_allocation_ends(monkeypatch):
+    """Separate CUDA allocations can lie back to back (the driver places small ones so): a run of adjacent
+    spans becomes one frame per allocation, not one frame over two allocations, nor none at all."""
+    allocations = [(0, 1024), (1024, 2048), (3584, 256)]  # (base, size); 3072-3584 is no allocation
+
+    def allocation_range(address):
+        return next(((b, n) for b, n in allocations if b <= address < b + n), (address, 0))
+    monkeypatch.setattr(_serialize, "_allocation_range", allocation_range)
+    spans = [(0, 500), (512, 500), (1024, 1000), (2048, 1000), (3200, 8), (3328, 100), (3584, 100)]
+    [run] = _serialize._adjacent_runs(spans)
+    assert _serialize._allocation_groups(run, spans) == [[0, 1], [2, 3], [4], [5], [6]]
 
 
 @pytest.mark.gpu
