@@ -505,7 +505,8 @@ def test_gpu_a_received_table_travels_on_as_its_frames_without_copies():
 @pytest.mark.parametrize("chunking", ["columns chunked apart", "record batches"])
 def test_gpu_a_table_copied_to_the_device_travels_as_a_frame_per_column_without_copies(chunking):
     """``to_device`` lays each column's buffers (every chunk's) back to back in one allocation of the
-    column's own: sent over the cuda family, the table is one frame per column over those, nothing copied."""
+    column's own: sent over the cuda family, the table is a frame per column over those, nothing copied (or
+    fewer frames: blocks that the pool cut from one allocation, back to back, travel in one frame)."""
     from arrowdev.cuda import memory_stats
 
     source = _chunked_table().to_pyarrow()
@@ -515,9 +516,9 @@ def test_gpu_a_table_copied_to_the_device_travels_as_a_frame_per_column_without_
     allocations = memory_stats()["allocations"]
     header, frames = serialize(gpu, serializers=("cuda",))
     assert memory_stats()["allocations"] == allocations  # no packed frame
-    assert len(frames) == gpu.num_columns
+    assert len(frames) <= gpu.num_columns
     extents = [(f.__cuda_array_interface__["data"][0], f.nbytes) for f in frames]
-    for col in gpu.columns:  # each column inside one frame of its own
+    for col in gpu.columns:  # each column inside one frame
         inside = {i for i, (start, nbytes) in enumerate(extents)
                   if all(start <= b.address and b.address + b.size <= start + nbytes for b in col.buffers if b.address)}
         assert len(inside) == 1, (col, extents)
