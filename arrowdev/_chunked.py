@@ -102,8 +102,7 @@ def planning_reader(cores: list[ColumnCore], ready: bool = False) -> layout.Read
     def wait() -> None:
         nonlocal waited
         if not waited:
-            for core in cores:
-                wait_for_producers(core)
+            wait_for_producers(*cores)
             waited = True
     where = device(cores[0]) if cores else Device.cpu()
     if where.is_cpu_readable:
@@ -142,9 +141,10 @@ def joined_sync_event(pieces: list[Any], where: Device) -> tuple[int | None, Any
     return joined.address, joined
 
 
-def wait_for_producers(core: ColumnCore) -> None:
-    """Blocks until the work producing the column's data has finished (its sync events, C7)."""
-    events = sync_events(core)
+def wait_for_producers(*cores: ColumnCore) -> None:
+    """Blocks until the work producing the columns' data has finished (their sync events, C7; an event that
+    several chunks share, a batch of copies', waited on once)."""
+    events = [event for core in cores for event in sync_events(core)]
     if events:
         from .cuda import runtime
 

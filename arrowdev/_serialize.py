@@ -202,11 +202,7 @@ class DeviceFrame:
 def _wait_for_producers(obj: Any) -> None:
     """Blocks until the work producing the data has finished: the sync events of the column, or of
     the table's columns (columns made from record batches carry the batches' events), each event once."""
-    events = [event for col in _kind_and_columns(obj)[1] for event in _chunked.sync_events(col)]
-    if events:
-        from .cuda import runtime
-
-        runtime.synchronize_events(events)
+    _chunked.wait_for_producers(*_kind_and_columns(obj)[1])
 
 
 def host_frames(obj: Any, piece_bytes: int | None = None) -> tuple[dict[str, Any], list[memoryview]]:

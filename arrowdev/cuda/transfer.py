@@ -117,13 +117,7 @@ class Planner:
             if storage in _WHOLE:
                 self._copy_range(node, src, 0, spec.size)
             elif spec.role == "offsets":
-                width = _OFFSET_WIDTH[storage]
-                first_value = self._offset(src, base, width)
-                last_value = self._offset(src, start + n, width)
-                self._copy_range(node, src, base * width, (start + n + 1) * width,
-                                 (width, first_value) if first_value else None,
-                                 (width, start - base + n, last_value - first_value))
-                child_range = (first_value, last_value)
+                child_range = self._copy_offsets(node, src, base, start + n, _OFFSET_WIDTH[storage])
             elif spec.role == "data" and storage in _OFFSET_WIDTH:
                 self._copy_range(node, src, child_range[0], child_range[1])
             elif spec.role == "type_ids":
@@ -151,12 +145,16 @@ class Planner:
             bits = dtype.element_bits(1)
             self._copy_range(node, buffers[1], base * bits // 8, (bits * end + 7) // 8)
             return node
-        src = buffers[1]
+        self._copy_range(node, buffers[2], *self._copy_offsets(node, buffers[1], base, end, width))
+        return node
+
+    def _copy_offsets(self, node: PlannedNode, src: int, base: int, end: int, width: int) -> tuple[int, int]:
+        """Adds offsets [base, end] of the buffer at ``src`` to ``node``, lowered to start at 0 (the values the
+        copy will hold at their ends are remembered with it); returns the range of values they point at."""
         first_value, last_value = self._offset(src, base, width), self._offset(src, end, width)
         self._copy_range(node, src, base * width, (end + 1) * width, (width, first_value) if first_value else None,
-                         (width, start - base + n, last_value - first_value))
-        self._copy_range(node, buffers[2], first_value, last_value)
-        return node
+                         (width, end - base, last_value - first_value))
+        return first_value, last_value
 
     def _plan_child(self, parent: DataType, dtype: DataType, child: layout.Node, first: int, end: int,
                     offsets_range: tuple) -> PlannedNode:
