@@ -16,11 +16,15 @@
    GPU by UCX (transports tcp, cuda_copy, cuda_ipc; an RMM pool in each process, as dask-cuda advises).
    The arrowdev table is timed twice: as scattered to worker A (its buffers where the frames it arrived in
    put them: back to back, sent on as one frame), and as a copy made on worker A (each column in an
-   allocation of its own: sent as a frame per column; its first send plans the table).
+   allocation of its own: sent as a frame per column; its first send plans the table), the latter also
+   against a NumPy / CuPy array copied on worker A (memory made there, as the table's is).
 3. The UDF pipeline (append ``y = f(a, b)``) on a 1-worker cluster, the partition already on the
    worker, against the same call in process (ratio = in-process time / cluster time; goal >= 0.9). Also
    timed: a task that only returns its partition, through the collection and through a bare
    ``client.submit`` (distributed's own fixed cost of a task, which bounds the ratio when the UDF is fast).
+   Rounds are timed back to back, and again each after 30 ms of rest: distributed's client sends its
+   messages to the scheduler in batches at most every 10 ms, so a round started right after the last
+   waits out that window, and one started on an idle cluster does not.
 
 Medians over repeats; the first call of each kind (UDF compilation, connections) is not timed.
 """
@@ -43,10 +47,12 @@ import arrowdev as ad
 import arrowdev.dask as add
 
 
-def _median_time(fn: Callable[[], Any], repeats: int) -> float:
+def _median_time(fn: Callable[[], Any], repeats: int, idle: float = 0.0) -> float:
+    """Median time of ``fn`` over ``repeats`` calls, each after ``idle`` seconds of rest (untimed)."""
     fn()
     times = []
     for _ in range(repeats):
+        time.sleep(idle)
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
@@ -117,6 +123,15 @@ def _made_on_the_worker(t: ad.ArrowTable) -> ad.ArrowTable:
     return made
 
 
+def _peer_copied_on_the_worker(array: Any) -> Any:
+    """A copy of a NumPy / CuPy array made where it is (the peer of _made_on_the_worker), finished before
+    the task ends."""
+    copied = array.copy()
+    if not isinstance(copied, np.ndarray):
+        ad.cuda.runtime.cupy().cuda.runtime.deviceSynchronize()
+    return copied
+
+
 def _move_times(client: Client, makers: list[tuple[Callable[[], Any], Callable | None]], source: str, target: str,
                 repeats: int) -> list[tuple[float, float]]:
     """Per (maker, function run on ``source`` first or None), (median, fastest) time of a task on ``target``
@@ -171,7 +186,8 @@ def bench_move(rows: int, repeats: int, gpu: bool, protocol: str) -> None:
         else:
             make_peer = lambda: np.random.default_rng().integers(0, 255, nbytes, dtype=np.uint8)  # noqa: E731
         # a table as received from elsewhere (its buffers in the frames it came in), one made on the worker
-        makers = [(lambda: tbl.slice(0), None), (make_peer, None), (lambda: tbl.slice(0), _made_on_the_worker)]
+        makers = [(lambda: tbl.slice(0), None), (make_peer, None), (lambda: tbl.slice(0), _made_on_the_worker),
+                  (make_peer, _peer_copied_on_the_worker)]
         if not gpu:  # distributed's own serializer of PyArrow tables (an IPC stream: one copy), for reference
             makers.append((lambda: tbl.to_pyarrow(), None))
         a, b = sorted(client.scheduler_info()["workers"])
@@ -180,15 +196,16 @@ def bench_move(rows: int, repeats: int, gpu: bool, protocol: str) -> None:
         # but the first by a copy (docs/distributed.md)
         comm = ("UCX: " + ", ".join(client.run(_ucx_transports)[b]) if protocol == "ucx"
                 else f"TCP, distributed.comm.shard {dask.config.get('distributed.comm.shard')}")
-    (t_table, best_table), (t_peer, best_peer), (t_made, best_made) = measured[:3]
+    (t_table, best_table), (t_peer, best_peer), (t_made, best_made), (t_peer_made, _) = measured[:4]
     peer = "CuPy" if gpu else "NumPy"
     print(f"2. a partition moved between two workers ({'GPU' if gpu else 'CPU'}, {comm}), {nbytes / 1e6:.1f} MB: "
           f"arrowdev {t_table * 1e3:.1f} ms (fastest {best_table * 1e3:.1f}), {peer} {t_peer * 1e3:.1f} ms "
           f"(fastest {best_peer * 1e3:.1f}), ratio {t_peer / t_table:.2f} (fastest: {best_peer / best_table:.2f})")
     print(f"   an arrowdev table made on the sending worker (a frame per column): {t_made * 1e3:.1f} ms (fastest "
-          f"{best_made * 1e3:.1f}), ratio {t_peer / t_made:.2f}")
+          f"{best_made * 1e3:.1f}), ratio {t_peer / t_made:.2f}; against a {peer} array copied on the sending "
+          f"worker ({t_peer_made * 1e3:.1f} ms): {t_peer_made / t_made:.2f}")
     if not gpu:
-        print(f"   a pyarrow.Table of the same data: {measured[3][0] * 1e3:.1f} ms")
+        print(f"   a pyarrow.Table of the same data: {measured[4][0] * 1e3:.1f} ms")
 
 
 def bench_pipeline(rows: int, repeats: int, gpu: bool) -> None:
@@ -225,14 +242,25 @@ def bench_pipeline(rows: int, repeats: int, gpu: bool) -> None:
         t_task = _median_time(lambda: on_cluster(lambda t: t), repeats)
         [part] = futures_of(parts)
         t_submit = _median_time(lambda: _submitted(client, part, next(runs)), repeats)
+        # distributed's client batches its messages to the scheduler, sending at most one batch per 10 ms
+        # (Client: BatchedSend(interval="10ms")): a round started right after the last one waits for that
+        # window; a pipeline started on an idle cluster does not
+        t_idle = _median_time(lambda: on_cluster(lambda t: sync(pipeline(t))), repeats, idle=_CLIENT_BATCH_S)
+        t_submit_idle = _median_time(lambda: _submitted(client, part, next(runs)), repeats, idle=_CLIENT_BATCH_S)
         t_cudf = _dask_cudf_time(client, make, repeats) if gpu else None
     print(f"3. UDF pipeline, {rows:,} rows in one partition ({'GPU' if gpu else 'CPU'}): in process "
           f"{t_local * 1e3:.1f} ms, 1-worker cluster {t_cluster * 1e3:.1f} ms, ratio {t_local / t_cluster:.2f} "
           f"(a task returning its partition: {t_task * 1e3:.1f} ms; the same as a bare client.submit, no "
           f"collection: {t_submit * 1e3:.1f} ms)")
+    print(f"   started on an idle cluster ({_CLIENT_BATCH_S * 1e3:.0f} ms of rest before each round, untimed): "
+          f"1-worker cluster {t_idle * 1e3:.1f} ms, ratio {t_local / t_idle:.2f}; a bare client.submit "
+          f"{t_submit_idle * 1e3:.1f} ms")
     if t_cudf is not None:
         print(f"   dask-cudf, DataFrame.apply(row UDF, axis=1) on the same partition: {t_cudf * 1e3:.1f} ms, "
               f"ratio {t_cudf / t_cluster:.2f} (above 1: arrowdev faster)")
+
+
+_CLIENT_BATCH_S = 0.03  # three times the client's batching interval
 
 
 def _submitted(client: Client, part: Any, run: int) -> None:

@@ -100,3 +100,31 @@ def test_a_prepared_call_waits_for_the_producer_of_its_input():
         produced = ad.column(x)  # its sync event is recorded on `other`, after the writes
     got = produced.apply(f)
     assert cp.asarray(got).get().tolist() == [21.0] * len(x)
+
+
+@pytest.mark.gpu
+def test_an_input_arrowdev_made_on_its_own_stream_is_not_waited_on(monkeypatch):
+    """A UDF's output fed to the next call carries an event recorded on arrowdev's stream, where the next
+    kernel runs after it anyway: no stream wait is queued for it (a driver call per input per call); an
+    input from another stream still gets its wait."""
+    import cupy as cp
+
+    from arrowdev.cuda import runtime
+
+    api = runtime.cupy().cuda.runtime
+    waits = []
+    stream_wait = api.streamWaitEvent
+    monkeypatch.setattr(api, "streamWaitEvent", lambda *a: waits.append(a[1]) or stream_wait(*a))
+    f = lambda v: v * 2  # noqa: E731
+    made = ad.column(cp.arange(10_000, dtype=cp.float64)).apply(lambda v: v + 1)
+    waits.clear()
+    for _ in range(3):  # the general path, then prepared calls
+        got = made.apply(f)
+    assert waits == []
+    assert cp.asarray(got).get().tolist() == [(i + 1) * 2.0 for i in range(10_000)]
+    other = cp.cuda.Stream(non_blocking=True)
+    with other:
+        produced = ad.column(cp.arange(10_000, dtype=cp.float64) + 1)  # its event is recorded on `other`
+    got = produced.apply(f)
+    assert len(waits) == 1
+    assert cp.asarray(got).get().tolist() == [(i + 1) * 2.0 for i in range(10_000)]

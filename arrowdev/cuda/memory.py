@@ -148,14 +148,15 @@ def _account(nbytes: int, key: str = "bytes_in_use") -> None:
 class DeviceBuffer:
     """``nbytes`` of device memory from arrowdev's pool on ``device_id``, allocated while
     ``stream`` is current (so the pool orders its reuse after that stream's work). The memory
-    goes back to the pool when the last reference to this object goes."""
+    goes back to the pool when the last reference to this object goes. ``device_is_current``: the caller
+    has checked that ``device_id`` is the current device (a UDF call does once, for all it does)."""
 
     __slots__ = ("ptr", "size", "device_id", "_mem", "__weakref__")
 
-    def __init__(self, nbytes: int, device_id: int, stream: Any) -> None:
+    def __init__(self, nbytes: int, device_id: int, stream: Any, device_is_current: bool = False) -> None:
         self.size = 0  # nothing to give back if the allocation fails
         _check_limit(nbytes)
-        with runtime.on_device(device_id), stream:
+        with runtime.ALREADY_CURRENT if device_is_current else runtime.on_device(device_id), stream:
             self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
         self.ptr, self.size, self.device_id = self._mem.ptr, nbytes, device_id
         _account(nbytes)

@@ -22,6 +22,8 @@ from ..errors import DeviceUnavailableError, InvalidArrowError
 _lock = threading.Lock()
 _streams: dict[int, Any] = {}
 _free_events: dict[int, list[Any]] = {}  # device id -> CuPy events no array holds (SyncEvent)
+# event handle -> arrowdev's stream (pointer) a live SyncEvent last recorded it on: a wait on it there is a no-op
+_recorded_on_own_stream: dict[int, int] = {}
 
 
 _cupy: Any = None  # the cupy module, once it has been found usable (it is asked for on every GPU call)
@@ -138,12 +140,14 @@ def _event_handle(address: int) -> int:
 
 def wait_on_events(stream: Any, events: Iterable[int]) -> None:
     """Makes ``stream`` wait for every producer event (``cudaEvent_t*``) before later work (no list built:
-    this runs on every UDF call). An event repeated in a row is waited on once (chunks of one copy share it)."""
-    last = 0
+    this runs on every UDF call). An event repeated in a row is waited on once (chunks of one copy share it);
+    one that arrowdev recorded on ``stream`` itself (a UDF's output fed to the next call) not at all: the
+    stream runs its work in order."""
+    last, stream_ptr = 0, stream.ptr
     for address in events:
         handle = _event_handle(address)
-        if handle and handle != last:
-            _on_event(handle, cupy().cuda.runtime.streamWaitEvent, stream.ptr, handle, 0)
+        if handle and handle != last and _recorded_on_own_stream.get(handle) != stream_ptr:
+            _on_event(handle, cupy().cuda.runtime.streamWaitEvent, stream_ptr, handle, 0)
             last = handle
 
 
@@ -186,6 +190,11 @@ class SyncEvent:
         event.record(stream)
         self.event, self.device_id = event, device_id
         self._handle = ctypes.c_void_p(event.ptr)
+        own = _streams.get(device_id)
+        if own is not None and own.ptr == stream.ptr:  # arrowdev's streams live as long as the process
+            _recorded_on_own_stream[event.ptr] = own.ptr
+        else:
+            _recorded_on_own_stream.pop(event.ptr, None)
 
     def __del__(self) -> None:
         if _free_events is None:  # the interpreter is shutting down
@@ -193,6 +202,8 @@ class SyncEvent:
         free = _free_events.setdefault(self.device_id, [])
         if len(free) < 1024:
             free.append(self.event)
+        else:  # the event is destroyed with this object: CUDA may hand its handle to someone else's event
+            _recorded_on_own_stream.pop(self.event.ptr, None)
 
     @property
     def address(self) -> int:

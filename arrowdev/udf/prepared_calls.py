@@ -118,7 +118,7 @@ class PreparedCall:
         stream = self.stream
         runtime.wait_on_events(stream, [held.sync_event for held in helds])  # the inputs' producers first (C7)
         count = (n + 31) // 32 if self.ballot else n
-        out = memory.DeviceBuffer(count * self.out_dtype.itemsize, self.device_id, stream)
+        out = memory.DeviceBuffer(count * self.out_dtype.itemsize, self.device_id, stream, device_is_current=True)
         item = self.out_dtype.itemsize
         flat = [n, 0, 0, 0, count, item, out.ptr, count, item, *self.stand_in, 0]
         for held, reader in zip(helds, self.readers):

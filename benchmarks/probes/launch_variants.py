@@ -78,6 +78,11 @@ def main():
         "ctypes libcuda cuLaunchKernel (CUfunction)":
             lambda: raw(function_int, blocks, 1, 1, 256, 1, 1, 0, stream.ptr, params, None),
         "struct pack_into of the parameters": lambda: entry.layout.packer.pack_into(block, 0, *flat),
+        "layout.block() (thread-local)": lambda: entry.layout.block(),
+        "launch.launch_flat (device current)": lambda: launch.launch_flat(entry, 0, blocks, stream.ptr, flat, True),
+        "with runtime.ALREADY_CURRENT": lambda: _enter(runtime.ALREADY_CURRENT),
+        "with stream (CuPy stream enter/exit)": lambda: _enter(stream),
+        "cuda-python cuLaunchKernel + error check": lambda: _checked(drv, entry.function, blocks, stream.ptr, params),
         "launch.launch (whole direct path)": lambda: launch.launch(plan.kernel, rows, args, stream.ptr, 0),
         "DeviceBuffer(8 kB)": lambda: memory.DeviceBuffer(8 * rows, 0, stream),
         "pool().malloc inside `with stream`": lambda: _malloc_in(stream),
@@ -87,6 +92,12 @@ def main():
     }
     for name, fn in parts.items():
         print(f"{name:45s} {per_call_us(fn):7.2f} us/call", flush=True)
+
+
+def _checked(drv, function, blocks, stream_ptr, params):
+    err = drv.cuLaunchKernel(function, blocks, 1, 1, 256, 1, 1, 0, stream_ptr, params, 0)[0]
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(err)
 
 
 def _malloc_in(stream):

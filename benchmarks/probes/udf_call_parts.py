@@ -13,7 +13,7 @@ import numpy as np
 import arrowdev as ad
 from arrowdev import _capsules, _chunked
 from arrowdev.cuda import memory as cuda_memory, runtime
-from arrowdev.udf import chunks, launch, plan as udf_plan
+from arrowdev.udf import chunks, launch, plan as udf_plan, prepared_calls
 from arrowdev.udf.apply import run_chunk
 from arrowdev.udf.execute import run_plan
 from arrowdev.udf.inputs import Input
@@ -57,6 +57,16 @@ def split_at_launch(call, calls):
     return [statistics.median(p[i] for p in parts) * 1e6 for i in range(3)]
 
 
+def _flat(prepared, held, n, out_ptr):
+    """The parameters as PreparedCall.__call__ lays them out (one input, an output of n items)."""
+    flat = [n, 0, 0, 0, n, 8, out_ptr, n, 8, *prepared.stand_in, 0]
+    for reader in prepared.readers:
+        flat += reader(held, n)
+        flat += prepared.stand_in
+        flat += (held.offset, 0)
+    return flat
+
+
 def device_context():
     with cp.cuda.Device(0):
         pass
@@ -80,6 +90,9 @@ def main():
     out = ChunkOutput(mem, plan, args.rows, 0)
     kargs = [out.pad, out.values, out.flags, np.int64(0), *inputs[0].kernel_args(mem, args.rows)]
     event = runtime.SyncEvent(stream, 0)
+    col.apply(f)
+    key, _ = prepared_calls._key(f, [col], False, None, "string")
+    prepared = prepared_calls._prepared[key]
     parts = {
         "whole col.apply": lambda: col.apply(f),
         "run_chunk": lambda: run_chunk(f, inputs, device, False, None),
@@ -102,6 +115,11 @@ def main():
         "cupy empty": lambda: cp.empty(args.rows, dtype=cp.float64),
         "cp.cuda.Device(0) enter/exit": device_context,
         "cudaGetDevice": lambda: cp.cuda.runtime.getDevice(),
+        "prepared: _key": lambda: prepared_calls._key(f, [col], False, None, "string"),
+        "prepared: wait on the column's events": lambda: runtime.wait_on_events(stream, [held.sync_event]),
+        "prepared: the flat parameters": lambda: _flat(prepared, held, args.rows, out.values_ptr),
+        "prepared: launch_flat": lambda: launch.launch_flat(prepared.entry, 0, launch.grid_blocks(args.rows),
+                                                            stream.ptr, _flat(prepared, held, args.rows, out.values_ptr), True),
     }
     with stream:
         before, during, after = split_at_launch(lambda: col.apply(f), args.calls)
