@@ -10,7 +10,7 @@
 from . import _serialize, cuda, debug
 from ._version import __version__
 from .column import ArrowColumn, BufferInfo, column
-from .errors import ArrowDevError, DeviceUnavailableError, InvalidArrowError, MissingDependencyError
+from .errors import ArrowDevError, CaptureError, DeviceUnavailableError, InvalidArrowError, MissingDependencyError
 from .table import ArrowTable, table
 from .types import DataType, Device
 from .udf import NA, UDFCompileError
@@ -42,6 +42,7 @@ _serialize.add_pickle_hook(_register_with_distributed)
 __all__ = [
     "ArrowColumn",
     "ArrowDevError",
+    "CaptureError",
     "ArrowTable",
     "BufferInfo",
     "DataType",

@@ -6,7 +6,7 @@ for a missing device), so both ``except ArrowDevError`` and ``except ValueError`
 arguments raise plain ``TypeError`` / ``ValueError`` worded "expected X, got Y".
 """
 
-__all__ = ["ArrowDevError", "InvalidArrowError", "DeviceUnavailableError", "MissingDependencyError"]
+__all__ = ["ArrowDevError", "CaptureError", "InvalidArrowError", "DeviceUnavailableError", "MissingDependencyError"]
 
 
 class ArrowDevError(Exception):
@@ -27,3 +27,9 @@ class MissingDependencyError(ArrowDevError, ImportError):
     """An optional package a feature needs is not installed; the message names the extra to install
     (``pip install "arrowdev[udf]"``). GPU features missing a GPU package raise
     :class:`DeviceUnavailableError` instead."""
+
+
+class CaptureError(ArrowDevError, RuntimeError):
+    """Work inside ``ad.cuda.capture()`` that cannot be recorded as a CUDA graph (it needs host work
+    between kernels, or has not been called often enough to be prepared), or a capture CUDA refused;
+    the message names the reason and what to do."""

@@ -8,7 +8,9 @@ CuPy (``x * 2 + 1``; ``cupy.isin``), PyArrow compute on the CPU (``multiply`` + 
 and pandas ``Series.apply``, measured at 10^7 rows only and extrapolated linearly above (said in the
 output). GPU timings are CUDA-event medians after a warm-up; GB/s counts bytes read + written
 (input, output data, output bits for bool results) and is compared with a device-to-device copy
-of the input (``cudaMemcpyAsync``, bytes read + written) measured in the same run.
+of the input (``cudaMemcpyAsync``, bytes read + written) measured in the same run. "replayed": the
+same call recorded once with ``ad.cuda.capture()`` and replayed (``graph.replay()``: one graph launch,
+no per-call Python), timed the same way.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def main() -> None:
             pandas_seconds[(dtype, name)] = (time.perf_counter() - start) / args.pandas_rows
     print(f"pandas Series.apply measured at {args.pandas_rows:.0e} rows; larger sizes are extrapolated linearly")
     header = (f"{'dtype':8s} {'udf':8s} {'rows':>6s} {'arrowdev ms':>11s} {'GB/s':>7s} {'of copy':>7s} "
-              f"{'cupy ms':>8s} {'pyarrow ms':>10s} {'pandas ms':>10s} {'x cupy':>7s} {'x pyarrow':>9s} {'x pandas':>9s}")
+              f"{'replayed':>8s} {'of copy':>7s} {'cupy ms':>8s} {'pyarrow ms':>10s} {'pandas ms':>10s} {'x cupy':>7s} {'x pyarrow':>9s} {'x pandas':>9s}")
     print(header)
     for rows in (int(s) for s in args.sizes):
         for dtype in ("float64", "int64"):
@@ -108,6 +110,9 @@ def main() -> None:
                 cp.cuda.runtime.deviceSynchronize()
                 first = time.perf_counter() - first
                 mine = gpu_median(cp, lambda: gcol.apply(f), args.runs)
+                with ad.cuda.capture() as graph:  # the same call recorded as a CUDA graph, replayed
+                    captured = gcol.apply(f)
+                replayed = gpu_median(cp, graph.replay, args.runs)
                 if name == "x*2+1":
                     peer = gpu_median(cp, lambda: data * 2 + 1, args.runs)
                     written = data.nbytes
@@ -121,18 +126,22 @@ def main() -> None:
                 check = out.to_cupy() if name == "x*2+1" else None
                 if check is not None:
                     assert bool(cp.all(check == data * 2 + 1))
+                    assert bool(cp.all(captured.to_cupy() == check))
                 pyarrow_s = cpu_median(arrow_fn, 3) if arrow_fn else float("nan")
                 pandas_s = pandas_seconds[(dtype, name)] * rows
                 bandwidth = (data.nbytes + written) / mine
+                replayed_bw = (data.nbytes + written) / replayed
                 print(f"{dtype:8s} {name:8s} {rows:6.0e} {mine * 1e3:11.2f} {bandwidth / 1e9:7.0f} "
-                      f"{bandwidth / copy_bw:7.2f} {peer * 1e3:8.2f} {pyarrow_s * 1e3:10.1f} {pandas_s * 1e3:10.0f} "
+                      f"{bandwidth / copy_bw:7.2f} {replayed * 1e3:8.3f} {replayed_bw / copy_bw:7.2f} "
+                      f"{peer * 1e3:8.2f} {pyarrow_s * 1e3:10.1f} {pandas_s * 1e3:10.0f} "
                       f"{peer / mine:7.2f} {pyarrow_s / mine:9.1f} {pandas_s / mine:9.0f}"
                       f"   (first call incl. compile {first:.2f} s; copy {copy_bw / 1e9:.0f} GB/s)")
                 recorded.append({"dtype": dtype, "udf": name, "rows": rows, "arrowdev_ms": mine * 1e3,
                                  "gb_per_s": bandwidth / 1e9, "copy_gb_per_s": copy_bw / 1e9, "cupy_ms": peer * 1e3,
+                                 "replayed_ms": replayed * 1e3, "replayed_gb_per_s": replayed_bw / 1e9,
                                  "pyarrow_ms": pyarrow_s * 1e3 if arrow_fn else None,
                                  "pandas_ms": pandas_s * 1e3, "first_call_s": first})
-                del out, check
+                del out, check, captured, graph
             del data, gcol, target
     record.write(args.json, "bench_udf", machine, recorded, pandas_rows=args.pandas_rows)
 

@@ -12,6 +12,7 @@ import pytest
 import arrowdev as ad
 from arrowdev import _chunked
 from support.samples import CASES, LAYOUTS, source_of
+from support.slow_write import slow_write
 
 pytestmark = pytest.mark.gpu
 
@@ -198,23 +199,13 @@ def test_numba_both_ways():
     assert col.to_pyarrow().to_pylist() == pa.array(np.array(["2020-01-01", "2021-06-30"], "M8[us]")).to_pylist()
 
 
-_SLOW_WRITE = r"""
-extern "C" __global__ void slow_write(long long* out, long long n, long long spin) {
-    long long start = clock64();
-    while (clock64() - start < spin) {}
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) out[i] = i + 1000;
-}
-"""
-
-
 def _slow_column(cupy, n: int) -> ad.ArrowColumn:
     """A GPU int64 column [1000, 1000 + n) written by a kernel that first spins on a stream of its own,
     signalling only through its sync event."""
-    kernel = cupy.RawKernel(_SLOW_WRITE, "slow_write")
     out = cupy.zeros(n, dtype=cupy.int64)
     cupy.cuda.runtime.deviceSynchronize()
     slow = cupy.cuda.Stream(non_blocking=True)
-    kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
+    slow_write(cupy, out, slow)
     event = ad.cuda.runtime.SyncEvent(slow, 0)
     dtype = ad.DataType.from_arrow(pa.int64())
     held = ad._capsules.build(dtype, n, 0, 0, [0, out.data.ptr], [], device_type=2, device_id=0,
@@ -255,12 +246,11 @@ def test_a_table_of_columns_exports_batches_that_wait_on_every_columns_producer(
 
 
 def test_cai_stream_is_waited_on(cupy):
-    kernel = cupy.RawKernel(_SLOW_WRITE, "slow_write")
     n = 1024
     slow = cupy.cuda.Stream(non_blocking=True)
     out = cupy.zeros(n, dtype=cupy.int64)
     cupy.cuda.runtime.deviceSynchronize()
-    kernel((1,), (256,), (out, cupy.int64(n), cupy.int64(200_000_000)), stream=slow)
+    slow_write(cupy, out, slow)
 
     class OnSlowStream:
         __cuda_array_interface__ = {**out.__cuda_array_interface__, "stream": slow.ptr}

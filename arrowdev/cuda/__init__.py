@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _chunked
 from ..types import Device
+from .capture import Graph, capture
 from .memory import memory_stats, set_limit, use_rmm
 from .runtime import device_count, is_available
 
 if TYPE_CHECKING:
     from .._chunked import ColumnCore as ArrowColumn  # any column: a copy is of the column's own class
 
-__all__ = ["copy_columns", "device_count", "is_available", "memory_stats", "set_limit", "use_for_cupy",
+__all__ = ["Graph", "capture", "copy_columns", "device_count", "is_available", "memory_stats", "set_limit", "use_for_cupy",
            "use_for_numba", "use_rmm"]
 
 

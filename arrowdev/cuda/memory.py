@@ -160,6 +160,8 @@ class DeviceBuffer:
             self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
         self.ptr, self.size, self.device_id = self._mem.ptr, nbytes, device_id
         _account(nbytes)
+        if runtime.captures and stream.ptr in runtime.captures:  # captured work writes it at every replay
+            runtime.captures[stream.ptr].keep(self)
 
     def __del__(self) -> None:
         if self.size:
@@ -191,6 +193,11 @@ def keep_until(event: Any, *objects: Any) -> None:
     a query per event queued and not yet run: calls queued back to back slowed down as the GPU fell behind.
     """
     global _calls_since_sweep
+    if runtime.captures:
+        for graph in runtime.captures.values():
+            if graph.records(event):  # captured work reads them at every replay: kept as long as the graph
+                graph.keep(objects)
+                return
     with _lock:
         _watch.append((event, objects))
         _calls_since_sweep += 1

@@ -24,6 +24,8 @@ _streams: dict[int, Any] = {}
 _free_events: dict[int, list[Any]] = {}  # device id -> CuPy events no array holds (SyncEvent)
 # event handle -> arrowdev's stream (pointer) a live SyncEvent last recorded it on: a wait on it there is a no-op
 _recorded_on_own_stream: dict[int, int] = {}
+# stream pointer -> the capture.Graph being captured on it (cuda/capture.py); empty but while one is open
+captures: dict[int, Any] = {}
 
 
 _cupy: Any = None  # the cupy module, once it has been found usable (it is asked for on every GPU call)
@@ -144,6 +146,9 @@ def wait_on_events(stream: Any, events: Iterable[int]) -> None:
     one that arrowdev recorded on ``stream`` itself (a UDF's output fed to the next call) not at all: the
     stream runs its work in order."""
     last, stream_ptr = 0, stream.ptr
+    if captures and stream_ptr in captures:
+        captures[stream_ptr].order_after(_event_handle(address) for address in events)
+        return
     for address in events:
         handle = _event_handle(address)
         if handle and handle != last and _recorded_on_own_stream.get(handle) != stream_ptr:
@@ -156,7 +161,12 @@ def synchronize_events(events: Iterable[int]) -> None:
     chunks of a table copied in one batch share one: a table of many chunks would wait on it per chunk)."""
     for handle in dict.fromkeys(_event_handle(address) for address in events):
         if handle:
-            _on_event(handle, cupy().cuda.runtime.eventSynchronize, handle)
+            synchronize_event_handle(handle)
+
+
+def synchronize_event_handle(handle: int) -> None:
+    """Blocks the host until the event ``handle`` (a ``cudaEvent_t``) has fired."""
+    _on_event(handle, cupy().cuda.runtime.eventSynchronize, handle)
 
 
 def _on_event(handle: int, call: Any, *args: Any) -> None:
@@ -187,14 +197,21 @@ class SyncEvent:
         if event is None:
             with cp.cuda.Device(device_id):  # an event belongs to the device it is made on: the stream's
                 event = cp.cuda.Event(disable_timing=True)
-        event.record(stream)
         self.event, self.device_id = event, device_id
         self._handle = ctypes.c_void_p(event.ptr)
-        own = _streams.get(device_id)
+        if captures and stream.ptr in captures:  # recorded after each run of the captured work instead
+            captures[stream.ptr].record_after_runs(self)
+            return
+        self.record(stream)
+
+    def record(self, stream: Any) -> None:
+        """Records the event on ``stream`` (again): it fires once the work queued there so far is done."""
+        self.event.record(stream)
+        own = _streams.get(self.device_id)
         if own is not None and own.ptr == stream.ptr:  # arrowdev's streams live as long as the process
-            _recorded_on_own_stream[event.ptr] = own.ptr
+            _recorded_on_own_stream[self.event.ptr] = own.ptr
         else:
-            _recorded_on_own_stream.pop(event.ptr, None)
+            _recorded_on_own_stream.pop(self.event.ptr, None)
 
     def __del__(self) -> None:
         if _free_events is None:  # the interpreter is shutting down

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import _chunked
+from ..cuda import runtime
+from ..errors import CaptureError
 from ..types import DataType, Device
 from . import chunks, deps, prepared_calls, probe
 from .execute import run_plan
@@ -32,6 +34,18 @@ def run_chunk(f: Callable, inputs: list[Input], device: Device, null_aware: bool
     return run_plan(plan, inputs, Memory(device, stream))
 
 
+def _refuse_if_captured(f: Callable, columns: list[Any], null_aware: bool, wanted: DataType | None,
+                        string_type: str, repeatable: bool) -> None:
+    """CaptureError where ``ad.cuda.capture()`` is recording on the columns' GPU: only prepared calls
+    (no host work between kernels) can be captured, and this call is not one."""
+    device = columns[0].device
+    if device.type not in ("cuda", "cuda_managed") or runtime.stream_for(device.id).ptr not in runtime.captures:
+        return
+    why = ("it names a stream or is a rolling window" if not repeatable
+           else prepared_calls.why_not_prepared(f, columns, null_aware, wanted, string_type))
+    raise CaptureError(f"this UDF call cannot be captured on device {device.id}: {why}")
+
+
 def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out_type: Any = None,
                   stream: Any = None, window: tuple[int, int, bool] | None = None,
                   string_type: str = "string") -> Any:
@@ -44,6 +58,8 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
         result = prepared_calls.call_prepared(f, columns, null_aware, wanted, string_type)
         if result is not None:
             return result
+    if runtime.captures:
+        _refuse_if_captured(f, columns, null_aware, wanted, string_type, repeatable)
     deps.require_compiler(Target.CUDA if columns[0].device.type in ("cuda", "cuda_managed") else Target.CPU)
     for col in columns[1:]:
         if len(col) != len(columns[0]):

@@ -27,7 +27,7 @@ from .inputs import Input
 from .plan import Plan, plan_for
 from .spec import Kind, NullMode, Target, function_key
 
-__all__ = ["call_prepared", "prepare"]
+__all__ = ["call_prepared", "prepare", "why_not_prepared"]
 
 _prepared: dict[tuple, PreparedCall | None] = {}  # None: the layout was looked at and does not qualify
 _lock = threading.Lock()
@@ -62,6 +62,21 @@ def call_prepared(f: Callable, columns: list[Any], null_aware: bool, out_type: D
     return prepared(helds, type(columns[0]))
 
 
+def why_not_prepared(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType | None,
+                     string_type: str) -> str:
+    """Why a call of ``f`` over ``columns`` does not take a prepared call (for errors)."""
+    key, _ = _key(f, columns, null_aware, out_type, string_type)
+    if key is None:
+        return "prepared calls need every input to be one chunk without nulls on the GPU"
+    if key not in _prepared:
+        return ("it has not been called on inputs of this layout before: call it twice first (the first call "
+                "compiles, the second prepares it)")
+    if _prepared[key] is None:
+        return ("its output needs host work after the kernel (strings made, rows that may fail, null-aware "
+                "results, or string_view inputs), or its arguments take numba's own launch")
+    return "another device is current, or the inputs' lengths differ"
+
+
 def prepare(f: Callable, columns: list[Any], null_aware: bool, out_type: DataType | None, string_type: str) -> None:
     """After a call went the general way: keeps a prepared call for its layout where the layout qualifies
     and the kernel has a direct launch."""
@@ -72,9 +87,12 @@ def prepare(f: Callable, columns: list[Any], null_aware: bool, out_type: DataTyp
     plan = plan_for(f, inputs, Target.CUDA, null_aware, out_type, None, string_type)
     device_id = helds[0].device_id
     entry = launch.direct_entry(plan.kernel, device_id)
-    if entry is None:
+    if not PreparedCall.qualifies(plan, inputs):
+        prepared = None
+    elif entry is None:
         return  # not launched directly yet: looked at again after the next call
-    prepared = PreparedCall.make(plan, inputs, entry, device_id)
+    else:
+        prepared = PreparedCall.make(plan, inputs, entry, device_id)
     with _lock:
         _prepared[key] = prepared
 
@@ -85,11 +103,17 @@ class PreparedCall:
     __slots__ = ("entry", "device_id", "device_type", "stream", "readers", "out_dtype", "stand_in", "ballot",
                  "arrow_type")
 
+    @staticmethod
+    def qualifies(plan: Plan, inputs: list[Input]) -> bool:
+        """Whether calls of ``plan`` need no host work after the kernel (no strings made, no row that may
+        fail, not null-aware, numbers or bools out) and read no string_view."""
+        spec = plan.spec
+        return not (spec.arena or spec.flags or spec.null_mode != NullMode.NONE
+                    or plan.out_np is None and spec.out != Kind.BALLOT or any(x.kind == Kind.UTF8_VIEW for x in inputs))
+
     @classmethod
     def make(cls, plan: Plan, inputs: list[Input], entry: Any, device_id: int) -> PreparedCall | None:
-        spec = plan.spec
-        if (spec.arena or spec.flags or spec.null_mode != NullMode.NONE or plan.out_np is None and spec.out != Kind.BALLOT
-                or any(x.kind == Kind.UTF8_VIEW for x in inputs)):
+        if not cls.qualifies(plan, inputs):
             return None
         # the kernel's arguments as execute.py passes them: n, pad, values, flags, arena state, then per input
         # data, validity, offset, extra (arrays: True)

@@ -1,7 +1,8 @@
 """Probe (GPU): where the time of a numeric UDF call goes at 10^3 and 10^7 rows (``x * 2 + 1`` on float64):
 the whole call timed alone (CUDA events around it, as bench_udf does), the kernel alone (events around the
 driver launch, ``launch.launch_flat``), host time per call, and calls queued back to back (one event pair around 200 calls); CuPy's
-``x * 2 + 1`` and a device copy the same ways. Then a cProfile of 3 000 calls at 10^3 rows to
+``x * 2 + 1`` and a device copy the same ways; the call captured as a CUDA graph (``ad.cuda.capture``)
+and replayed, the same ways. Then a cProfile of 3 000 calls at 10^3 rows to
 ``$OUT/numeric_profile.txt``.
 
     OUT=/tmp bash .gpu-wheels/run.sh python3 benchmarks/probes/numeric_fixed_costs.py
@@ -71,12 +72,20 @@ with stream:
         cupy_alone, _ = alone(lambda: x * 2 + 1)
         cupy_q = queued(lambda: x * 2 + 1)
         copy_alone, _ = alone(lambda: x.copy())
+        with ad.cuda.capture() as graph:  # the call recorded once as a CUDA graph (arrowdev/cuda/capture.py)
+            captured = col.apply(f)
+        replay_alone, replay_host = alone(graph.replay)
+        replay_q = queued(graph.replay)
+        del graph, captured
         nbytes = 2 * x.nbytes
         print(f"rows={rows}: arrowdev call alone {whole*1e3:.4f} ms (host {host*1e6:.1f} us/call), kernel alone "
               f"{kernel*1e3:.4f} ms, queued {q*1e3:.4f} ms/call | CuPy alone {cupy_alone*1e3:.4f} queued "
               f"{cupy_q*1e3:.4f} | copy alone {copy_alone*1e3:.4f} ms ({nbytes/copy_alone/1e9:.0f} GB/s) | "
               f"arrowdev/copy: alone {copy_alone/whole:.2f}, queued {copy_alone/q:.2f}, kernel {copy_alone/kernel:.2f}",
               flush=True)
+        print(f"rows={rows}: replayed alone {replay_alone*1e3:.4f} ms (host {replay_host*1e6:.1f} us/replay), queued "
+              f"{replay_q*1e3:.4f} ms/replay | replayed/copy: alone {copy_alone/replay_alone:.2f}, queued "
+              f"{copy_alone/replay_q:.2f}", flush=True)
     col = ad.column(cp.arange(1000, dtype=cp.float64))
     profile = cProfile.Profile()
     profile.enable()
