@@ -117,3 +117,25 @@ def test_captures_do_not_nest():
             with ad.cuda.capture():
                 pass
     assert np.array_equal(cp.asnumpy(cp.asarray(x.apply(lambda v: v * 2))), np.arange(100) * 2.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("operation", ["to_host", "cupy view", "to_device"])
+def test_other_work_inside_a_capture_is_refused(operation):
+    """Copies, exports and reads inside the block would be recorded half (host work at capture time only)
+    or read outputs not computed yet: they raise CaptureError, and the device works as before afterwards."""
+    import cupy as cp
+
+    from arrowdev.cuda import runtime
+
+    x = ad.column(cp.arange(1000, dtype=cp.float64))
+    f = lambda v: v * 5  # noqa: E731
+    x.apply(f), x.apply(f)
+    host = ad.column(pa.array(np.arange(1000.0)))
+    with pytest.raises(ad.CaptureError, match="only UDF calls"):
+        with ad.cuda.capture():
+            y = x.apply(f)
+            {"to_host": lambda: y.to_host(), "cupy view": lambda: cp.asarray(y),
+             "to_device": lambda: host.to_device()}[operation]()
+    assert runtime.captures == {}
+    assert x.apply(f).to_pylist()[:3] == [0.0, 5.0, 10.0]

@@ -111,6 +111,8 @@ def capture(device: int | None = None) -> Iterator[Graph]:
     """
     cp = runtime.cupy()
     device_id = cp.cuda.runtime.getDevice() if device is None else runtime.check_device(device)
+    if runtime.capturing(device_id):
+        raise CaptureError(f"a capture on device {device_id} is already open: captures do not nest")
     stream = runtime.stream_for(device_id)
     graph = Graph(device_id, stream)
     with runtime.on_device(device_id):
@@ -123,6 +125,11 @@ def capture(device: int | None = None) -> Iterator[Graph]:
             stream.begin_capture()
             try:
                 yield graph
+            except cp.cuda.runtime.CUDARuntimeError as e:  # CUDA refused an operation while capturing
+                with contextlib.suppress(Exception):
+                    stream.end_capture()
+                raise CaptureError(f"an operation inside the capture on device {device_id} cannot be captured "
+                                   f"by CUDA (only UDF calls can): {e}") from e
             except BaseException:
                 with contextlib.suppress(Exception):  # the block's error is the one to see
                     stream.end_capture()

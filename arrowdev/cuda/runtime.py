@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import DeviceUnavailableError, InvalidArrowError
+from ..errors import CaptureError, DeviceUnavailableError, InvalidArrowError
 
 _lock = threading.Lock()
 _streams: dict[int, Any] = {}
@@ -120,10 +120,15 @@ def on_device(device_id: int) -> Any:
 def stream_for(device_id: int, stream: Any = None) -> Any:
     """The stream arrowdev's work on ``device_id`` goes to: the caller's (a CuPy stream, an object
     with ``__cuda_stream__`` or a raw ``cudaStream_t`` int), else one non-blocking stream per
-    device, made on first use."""
+    device, made on first use. CaptureError while that stream is being captured: only UDF calls, which
+    keep the stream from before, run inside ``ad.cuda.capture()``."""
     if stream is None:
         made = _streams.get(device_id)  # the common case, without the lock
         if made is not None:
+            if captures and made.ptr in captures:
+                raise CaptureError(f"arrowdev's stream on device {device_id} is being captured (ad.cuda.capture()): "
+                                   "only UDF calls can run inside the block; make this copy, export or read "
+                                   "before or after it")
             return made
     cp = cupy()
     if stream is not None:
@@ -133,6 +138,12 @@ def stream_for(device_id: int, stream: Any = None) -> Any:
             with cp.cuda.Device(device_id):
                 _streams[device_id] = cp.cuda.Stream(non_blocking=True)
         return _streams[device_id]
+
+
+def capturing(device_id: int) -> bool:
+    """Whether arrowdev's stream on ``device_id`` is being captured (cuda/capture.py)."""
+    made = _streams.get(device_id)
+    return made is not None and made.ptr in captures
 
 
 def _event_handle(address: int) -> int:

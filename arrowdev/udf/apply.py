@@ -39,7 +39,7 @@ def _refuse_if_captured(f: Callable, columns: list[Any], null_aware: bool, wante
     """CaptureError where ``ad.cuda.capture()`` is recording on the columns' GPU: only prepared calls
     (no host work between kernels) can be captured, and this call is not one."""
     device = columns[0].device
-    if device.type not in ("cuda", "cuda_managed") or runtime.stream_for(device.id).ptr not in runtime.captures:
+    if device.type not in ("cuda", "cuda_managed") or not runtime.capturing(device.id):
         return
     why = ("it names a stream or is a rolling window" if not repeatable
            else prepared_calls.why_not_prepared(f, columns, null_aware, wanted, string_type))
