@@ -3,7 +3,8 @@
     python3 benchmarks/plot_results.py [--results benchmarks/results] [--out docs/images]
 
 - udf_bandwidth.png: numeric UDF bandwidth (bytes read + written per second) against rows, with the
-  device-to-device copy of the same run as the ceiling (bench_udf.py --json);
+  device-to-device copy of the same run as the ceiling, and the call replayed as a CUDA graph where the
+  run has it (bench_udf.py --json);
 - string_udfs.png: string UDF times against libcudf's kernels (where the run had cuDF), device malloc (the
   cuDF design) and PyArrow on the CPU (bench_string_udf.py --json);
 - transfers.png: host <-> device transfers against the pinned-memory ceiling (bench_transfer.py --json).
@@ -57,6 +58,10 @@ def plot_udf(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     cupy = sorted((r["rows"], r["gb_per_s"] * r["arrowdev_ms"] / r["cupy_ms"]) for r in rows
                   if r["udf"] == "x*2+1" and r["dtype"] == "float64")
     ax.plot(*zip(*cupy), "-", color="grey", marker="^", label="CuPy x*2+1 (float64)")
+    replayed = sorted((r["rows"], r["replayed_gb_per_s"]) for r in rows
+                      if r["udf"] == "x*2+1" and r["dtype"] == "float64" and r.get("replayed_gb_per_s"))
+    if replayed:  # runs since ad.cuda.capture(): the same call replayed as a CUDA graph
+        ax.plot(*zip(*replayed), "-", color="tab:purple", marker="D", label="arrowdev x*2+1, replayed graph (float64)")
     ax.set_xscale("log")
     ax.set_xlabel("rows")
     ax.set_ylabel("GB/s (read + written)")
