@@ -91,7 +91,8 @@ def main() -> None:
             pandas_seconds[(dtype, name)] = (time.perf_counter() - start) / args.pandas_rows
     print(f"pandas Series.apply measured at {args.pandas_rows:.0e} rows; larger sizes are extrapolated linearly")
     header = (f"{'dtype':8s} {'udf':8s} {'rows':>6s} {'arrowdev ms':>11s} {'GB/s':>7s} {'of copy':>7s} "
-              f"{'replayed':>8s} {'of copy':>7s} {'cupy ms':>8s} {'pyarrow ms':>10s} {'pandas ms':>10s} {'x cupy':>7s} {'x pyarrow':>9s} {'x pandas':>9s}")
+              f"{'replayed':>8s} {'of copy':>7s} {'cupy ms':>8s} {'pyarrow ms':>10s} {'pandas ms':>10s} {'x cupy':>7s} "
+              f"{'x pyarrow':>9s} {'x pandas':>9s}")
     print(header)
     for rows in (int(s) for s in args.sizes):
         for dtype in ("float64", "int64"):

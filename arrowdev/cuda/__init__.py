@@ -17,8 +17,8 @@ from .runtime import device_count, is_available
 if TYPE_CHECKING:
     from .._chunked import ColumnCore as ArrowColumn  # any column: a copy is of the column's own class
 
-__all__ = ["Graph", "capture", "copy_columns", "device_count", "is_available", "memory_stats", "set_limit", "use_for_cupy",
-           "use_for_numba", "use_rmm"]
+__all__ = ["Graph", "capture", "copy_columns", "device_count", "is_available", "memory_stats", "set_limit",
+           "use_for_cupy", "use_for_numba", "use_rmm"]
 
 
 def use_for_numba() -> None:
