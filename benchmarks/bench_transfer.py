@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +47,37 @@ def median_seconds(fn, runs: int, sync) -> float:
         times.append(time.perf_counter() - start)
         del out
     return statistics.median(times)
+
+
+def interleaved_seconds(ways: dict, rounds: int, sync, dropped: tuple = ()) -> dict:
+    """Seconds of each way (a function: its result is dropped once timed) per round, the ways taking turns
+    round after round, so a change in the host's load slows them alike; each ends with ``sync()``. The first
+    round warms every way up and is not counted. A way that raises one of ``dropped`` is reported and left out."""
+    samples: dict = {k: [] for k in ways}
+    for round_ in range(rounds + 1):
+        for name, fn in list(ways.items()):
+            sync()
+            t0 = time.perf_counter()
+            try:
+                out = fn()
+            except dropped as e:
+                print(f"{name}: {e}", flush=True)
+                del ways[name], samples[name]
+                continue
+            sync()
+            if round_:
+                samples[name].append(time.perf_counter() - t0)
+            del out
+    return samples
+
+
+def print_against_ceiling(samples: dict, ceiling: Any, nbytes: int) -> None:
+    """Each way's median time, GB/s and fraction of the ``ceiling`` way's (and of its fastest round)."""
+    top = statistics.median(samples[ceiling])
+    for name, times in samples.items():
+        s = statistics.median(times)
+        print(f"{str(name):44s} {s * 1e3:7.1f} ms {nbytes / s / 1e9:6.1f} GB/s  of ceiling {top / s:.2f} "
+              f"(fastest {top / min(times):.2f})", flush=True)
 
 
 def main() -> None:

@@ -113,8 +113,8 @@ class PreparedCall:
 
     @classmethod
     def make(cls, plan: Plan, inputs: list[Input], entry: Any, device_id: int) -> PreparedCall | None:
-        if not cls.qualifies(plan, inputs):
-            return None
+        """The prepared call of a plan that :meth:`qualifies`; None where the kernel's arguments are not
+        laid out as this class passes them."""
         # the kernel's arguments as execute.py passes them: n, pad, values, flags, arena state, then per input
         # data, validity, offset, extra (arrays: True)
         if entry.arrays != [False, False, True, True, False] + [True, True, False, False] * len(inputs):

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -26,7 +24,8 @@ import numpy as np  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
 from arrowdev.cuda import runtime  # noqa: E402
-from bench_transfer import make_table, table_bytes  # noqa: E402
+from bench_transfer import (interleaved_seconds, make_table, print_against_ceiling,  # noqa: E402
+                            table_bytes)
 
 PIECE = 64 << 20
 
@@ -95,33 +94,13 @@ def main() -> None:
         "64 MiB pieces, 8 threads, ANY": threaded("CU_MEMCPY_SRC_ACCESS_ORDER_ANY"),
         "64 MiB pieces, 8 threads, DURING_API_CALL": threaded("CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL"),
     }
-    samples: dict[str, list[float]] = {k: [] for k in ways}
-    for round_ in range(args.runs + 1):
-        for name, fn in list(ways.items()):
-            cp.cuda.runtime.deviceSynchronize()
-            t0 = time.perf_counter()
-            try:
-                out = fn()
-            except RuntimeError as e:  # reported, and that way dropped
-                print(f"{name}: {e}", flush=True)
-                del ways[name], samples[name]
-                continue
-            stream.synchronize()
-            cp.cuda.runtime.deviceSynchronize()
-            if round_:
-                samples[name].append(time.perf_counter() - t0)
-            del out
+    samples = interleaved_seconds(ways, args.runs, cp.cuda.runtime.deviceSynchronize, dropped=(RuntimeError,))
     got = np.empty(views[0].nbytes, dtype=np.uint8)  # the batched copy put the bytes where they belong
     cp.cuda.runtime.memcpy(got.ctypes.data, whole[0][0], got.nbytes, cp.cuda.runtime.memcpyDeviceToHost)
     assert np.array_equal(got, views[0])
     print(f"table {nbytes / 1e9:.2f} GB in {len(views)} buffers; device "
           f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    ceiling = statistics.median(samples["ceiling (pinned -> device)"])
-    for name, times in samples.items():
-        s = statistics.median(times)
-        print(f"{name:44s} {s * 1e3:7.1f} ms {nbytes / s / 1e9:6.1f} GB/s  of ceiling {ceiling / s:.2f}  "
-              f"(runs: {' '.join(f'{x * 1e3:.0f}' for x in times)})", flush=True)
-
+    print_against_ceiling(samples, "ceiling (pinned -> device)", nbytes)
 
 if __name__ == "__main__":
     main()

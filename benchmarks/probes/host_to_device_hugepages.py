@@ -16,9 +16,7 @@ import argparse
 import ctypes
 import mmap
 import os
-import statistics
 import sys
-import time
 import types
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -28,7 +26,8 @@ import pyarrow as pa  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
 from arrowdev.cuda import memory, staging  # noqa: E402
-from bench_transfer import make_table, table_bytes  # noqa: E402
+from bench_transfer import (interleaved_seconds, make_table, print_against_ceiling,  # noqa: E402
+                            table_bytes)
 
 HUGE = 2 << 20
 MADV_HUGEPAGE, MADV_NOHUGEPAGE = 14, 15
@@ -134,23 +133,9 @@ def main() -> None:
         "source 4 KiB pages, ring on huge pages": with_huge_slots(small_src),
         "source huge pages, ring on huge pages": with_huge_slots(huge_src),
     }
-    samples: dict[str, list[float]] = {k: [] for k in ways}
-    for round_ in range(args.rounds + 1):
-        for name, fn in ways.items():
-            cp.cuda.runtime.deviceSynchronize()
-            t0 = time.perf_counter()
-            out = fn()
-            cp.cuda.runtime.deviceSynchronize()
-            if round_:
-                samples[name].append(time.perf_counter() - t0)
-            del out
+    samples = interleaved_seconds(ways, args.rounds, cp.cuda.runtime.deviceSynchronize)
     assert with_huge_slots(huge_src)().to_host().to_pyarrow().equals(table)
-    top = statistics.median(samples["ceiling (pinned -> device)"])
-    for name, times in samples.items():
-        s = statistics.median(times)
-        print(f"{name:42s} {s * 1e3:6.1f} ms {nbytes / s / 1e9:5.1f} GB/s  of ceiling {top / s:.2f} "
-              f"(fastest {top / min(times):.2f})", flush=True)
-
+    print_against_ceiling(samples, "ceiling (pinned -> device)", nbytes)
 
 if __name__ == "__main__":
     main()

@@ -8,7 +8,6 @@ alike; each figure is the median of its rounds. The figures behind staging.py's 
 import argparse
 import statistics
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import cupy as cp  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
 from arrowdev.cuda import staging  # noqa: E402
-from bench_transfer import make_table, table_bytes  # noqa: E402
+from bench_transfer import interleaved_seconds, make_table, table_bytes  # noqa: E402
 
 SETTINGS = [(12, 4, 24), (16, 4, 24), (16, 4, 32), (16, 8, 16), (14, 4, 28), (16, 2, 48), (8, 8, 16)]
 
@@ -46,16 +45,7 @@ def main() -> None:
         return run
 
     ways = {"ceiling": ceiling, **{s: with_settings(*s) for s in SETTINGS}}
-    samples = {k: [] for k in ways}
-    for round_ in range(args.rounds + 1):
-        for name, fn in ways.items():
-            cp.cuda.runtime.deviceSynchronize()
-            t0 = time.perf_counter()
-            out = fn()
-            cp.cuda.runtime.deviceSynchronize()
-            if round_:  # the first round warms every setting up
-                samples[name].append(time.perf_counter() - t0)
-            del out
+    samples = interleaved_seconds(ways, args.rounds, cp.cuda.runtime.deviceSynchronize)
     top = statistics.median(samples["ceiling"])
     print(f"{nbytes / 2**30:.2f} GiB; {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; pinned ceiling "
           f"{nbytes / top / 1e9:.1f} GB/s; default (workers, MiB, slots) {default}; {args.rounds} rounds", flush=True)
