@@ -174,8 +174,12 @@ class DataType:
 
     def element_bits(self, buffer: int) -> int:
         """Bits per element of buffer ``buffer`` in nanoarrow's layout of this type."""
-        bits: int = self._view.layout.element_size_bits[buffer]
-        return bits
+        return self._element_bits[buffer]
+
+    @cached_property
+    def _element_bits(self) -> tuple[int, ...]:
+        # nanoarrow builds the layout anew at each access (about 5 us); planning asks once per chunk
+        return tuple(self._view.layout.element_size_bits)
 
     def with_name(self, name: str) -> DataType:
         """The same type under another field name."""
