@@ -249,14 +249,18 @@ def test_strings_made_in_divergent_branches_get_blocks_of_their_own(device, outp
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("string_type", ["string", "large_string"])
-def test_gathered_output_has_every_row_where_its_offset_says(device, string_type):
+@pytest.mark.parametrize("sizes", [[0, 0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 70, None],
+                                   [0, 1, 9, 100, 127, 128, 129, 300, 2000, None]], ids=["short", "long"])
+def test_gathered_output_has_every_row_where_its_offset_says(device, string_type, sizes):
     """The gather that lays results out as an Arrow string array: rows of 0 to 70 bytes (many shorter than a
     word, some spanning several), runs of empty and null rows, so rows meet at every byte of a word and a warp's
-    range starts and ends anywhere; the result equals Python's, buffer by buffer through PyArrow."""
+    range starts and ends anywhere; and rows of up to 2000 bytes, so some warps' 32 rows fit the GPU gather's
+    window of shared memory and others do not. The result equals Python's, buffer by buffer through PyArrow."""
     rng = random.Random(11)
     values = []
     for k in range(4099):
-        size = rng.choice([0, 0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 70, rng.randrange(70)])
+        size = rng.choice(sizes)
+        size = rng.randrange(sizes[-2]) if size is None else size
         values.append(None if k % 97 == 5 else "".join(rng.choice("ab日") for _ in range(size)))
     col = on(device, pa.array(values))
     out = col.apply(lambda s: s + "", string_type=string_type)
