@@ -254,8 +254,8 @@ def test_strings_made_in_divergent_branches_get_blocks_of_their_own(device, outp
 def test_gathered_output_has_every_row_where_its_offset_says(device, string_type, sizes):
     """The gather that lays results out as an Arrow string array: rows of 0 to 70 bytes (many shorter than a
     word, some spanning several), runs of empty and null rows, so rows meet at every byte of a word and a warp's
-    range starts and ends anywhere; and rows of up to 2000 bytes, so some warps' 32 rows fit the GPU gather's
-    window of shared memory and others do not. The result equals Python's, buffer by buffer through PyArrow."""
+    range starts and ends anywhere; and rows of up to 2000 bytes, so a warp's 32 rows span from a few words to
+    tens of kilobytes. The result equals Python's, buffer by buffer through PyArrow."""
     rng = random.Random(11)
     values = []
     for k in range(4099):
