@@ -3,6 +3,8 @@ memory and (when NRT ran) numba's NRT allocations."""
 
 from __future__ import annotations
 
+import types
+
 import pyarrow as pa
 import pytest
 
@@ -69,10 +71,34 @@ def test_leak_check_counts_nrt_when_nrt_ran():
 
 
 class _Event:
-    """Stands for a CuPy event in arrowdev.cuda.memory's watch list: all it reads is ``done``."""
+    """Stands for a ``runtime.SyncEvent`` in arrowdev.cuda.memory's watch list: all it reads is its CuPy
+    event's ``done``."""
 
     def __init__(self) -> None:
-        self.done = False
+        self.event = types.SimpleNamespace(done=False)
+
+
+def test_a_watched_sync_event_lives_until_it_fired_and_was_dropped(monkeypatch):
+    """keep_until holds the SyncEvent itself, not only its CuPy event: a SyncEvent whose array went would
+    otherwise recycle the event (runtime.SyncEvent.__del__), the next copy would record it again before its
+    own look at the list, and the front entry would never look fired: every later copy's staging ring held
+    until the sweep (tests/test_cuda.py::test_copies_in_a_loop_hold_one_staging_ring_not_one_per_copy)."""
+    import weakref
+
+    from arrowdev.cuda import memory
+
+    monkeypatch.setattr(memory, "_watch", [])
+    monkeypatch.setattr(memory, "_pool", None)
+    monkeypatch.setattr(memory, "_calls_since_sweep", 0)
+    sync = _Event()
+    watched = weakref.ref(sync)
+    memory.keep_until(sync, object())
+    del sync  # the array holding it went
+    memory.keep_until(_Event())
+    assert watched() is not None  # still watched: its event cannot be recycled and recorded again
+    memory._watch[0][0].event.done = True
+    memory.keep_until(_Event())
+    assert watched() is None and len(memory._watch) == 2
 
 
 def test_what_waits_on_events_goes_once_they_fire_front_first_and_all_at_each_sweep(monkeypatch):
@@ -96,10 +122,10 @@ def test_what_waits_on_events_goes_once_they_fire_front_first_and_all_at_each_sw
         memory.keep_until(event, obj)
     del objects, obj
     assert memory.in_use()
-    behind.done = True  # fired, but behind a pending event
+    behind.event.done = True  # fired, but behind a pending event
     memory.keep_until(_Event())
     assert [ref() is None for ref in alive] == [False, False, False]
-    front.done = True  # the front fired: it goes; `behind` still waits behind `blocker`
+    front.event.done = True  # the front fired: it goes; `behind` still waits behind `blocker`
     memory.keep_until(_Event())
     assert [ref() is None for ref in alive] == [True, False, False]
     calls = memory._calls_since_sweep

@@ -25,7 +25,7 @@ _lock = threading.RLock()
 _pool: Any = None  # a cupy.cuda.MemoryPool, or an RmmPool after use_rmm()
 _limit: int | None = None  # bytes of arrowdev buffers allowed alive at once (set_limit)
 _stats = {"bytes_in_use": 0, "peak_bytes": 0, "allocations": 0, "frees": 0, "pinned_bytes_in_use": 0}
-_watch: list[tuple[Any, tuple]] = []  # (event, objects kept alive until it fires), oldest first
+_watch: list[tuple[Any, tuple]] = []  # (SyncEvent, objects kept alive until it fires), oldest first
 _SWEEP_EVERY = 64  # keep_until asks every watched event only this often (see keep_until)
 _calls_since_sweep = 0
 
@@ -184,22 +184,25 @@ class PinnedBuffer:
             _account(-self.size, "pinned_bytes_in_use")
 
 
-def keep_until(event: Any, *objects: Any) -> None:
-    """Keeps ``objects`` (staging buffers, sources) alive until ``event`` (a CuPy event) fires.
+def keep_until(sync: Any, *objects: Any) -> None:
+    """Keeps ``objects`` (staging buffers, sources) alive until ``sync`` (a ``runtime.SyncEvent``) fires.
 
     Each call also drops what earlier calls held for events that fired: those at the front of the list,
     up to the first still pending (work queued on one stream finishes in order), and every
     ``_SWEEP_EVERY`` calls all of them (events of other streams). Asking every event on every call cost
     a query per event queued and not yet run: calls queued back to back slowed down as the GPU fell behind.
+    The list holds the SyncEvent itself, so its CuPy event is not recycled while watched: recycled (the
+    array holding it dropped) and recorded again by the next copy before that copy's look, the event at
+    the front never looked fired, and everything behind it (a staging ring per copy) waited for the sweep.
     """
     global _calls_since_sweep
     if runtime.captures:
         for graph in runtime.captures.values():
-            if graph.records(event):  # captured work reads them at every replay: kept as long as the graph
+            if graph.records(sync.event):  # captured work reads them at every replay: kept as long as the graph
                 graph.keep(objects)
                 return
     with _lock:
-        _watch.append((event, objects))
+        _watch.append((sync, objects))
         _calls_since_sweep += 1
         sweep = _calls_since_sweep >= _SWEEP_EVERY
     if sweep:
@@ -207,7 +210,7 @@ def keep_until(event: Any, *objects: Any) -> None:
         return
     with _lock:
         fired = 0
-        while fired < len(_watch) and _watch[fired][0].done:
+        while fired < len(_watch) and _watch[fired][0].event.done:
             fired += 1
         dropped = _watch[:fired]
         del _watch[:fired]
@@ -218,8 +221,8 @@ def release_finished() -> None:
     """Drops what :func:`keep_until` held for events that have fired."""
     global _calls_since_sweep
     with _lock:  # each event asked once: asked twice, an entry that fired in between would be dropped here
-        states = [(e.done, e, objs) for e, objs in _watch]
-        _watch[:] = [(e, objs) for done, e, objs in states if not done]
+        states = [(sync.event.done, sync, objs) for sync, objs in _watch]
+        _watch[:] = [(sync, objs) for done, sync, objs in states if not done]
         _calls_since_sweep = 0
     del states  # what fired is dropped outside the lock: buffers' __del__ takes it
 

@@ -194,8 +194,8 @@ class SyncEvent:
 
     Events are reused: when a SyncEvent goes (the array holding it was released by every consumer), its
     event returns to a free list of its device and is recorded again by a later SyncEvent. A wait queued on
-    it before (``cudaStreamWaitEvent``) keeps the recording it saw; one who still watches the CuPy event
-    (``memory.keep_until``) sees a later recording, so holds its objects longer, never shorter."""
+    it before (``cudaStreamWaitEvent``) keeps the recording it saw; ``memory.keep_until`` holds the
+    SyncEvent while it watches the event, so the event is not recycled before that watch ends."""
 
     __slots__ = ("event", "device_id", "_handle")
 

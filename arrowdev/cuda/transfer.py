@@ -300,7 +300,7 @@ class Transfer(Planner):
             else:
                 self._device_to_device()
         done = runtime.SyncEvent(self.stream, self.gpu)
-        memory.keep_until(done.event, pinned, keep_sources)
+        memory.keep_until(done, pinned, keep_sources)
         return done
 
     def _memcpy(self, dst: int, src: int, nbytes: int, direction: int) -> None:

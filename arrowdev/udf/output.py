@@ -80,7 +80,7 @@ class ChunkOutput:
         if mem.gpu:
             event = runtime.SyncEvent(mem.stream, device.id)
             self.keep.append(event)
-            device_memory.keep_until(event.event, self.scratch)
+            device_memory.keep_until(event, self.scratch)
         return _capsules.build(self.arrow_type, self.n, self.null_count, self.offset, [self.validity, *self.buffers], [],
                                device_type=device.code, device_id=device.id, keepalive=self.keep,
                                sync_event=event.address if event else None)

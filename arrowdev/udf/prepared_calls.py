@@ -153,7 +153,7 @@ class PreparedCall:
         launch.launch_flat(self.entry, self.device_id, launch.grid_blocks(n, rows_per_thread), stream.ptr, flat,
                            device_is_current=True)
         event = runtime.SyncEvent(stream, self.device_id)
-        memory.keep_until(event.event, [helds])  # the inputs, read by the queued kernel
+        memory.keep_until(event, [helds])  # the inputs, read by the queued kernel
         held = _capsules.build(self.arrow_type, n, 0, 0, [0, out.ptr], [], device_type=self.device_type,
                                device_id=self.device_id, keepalive=[out, event], sync_event=event.address)
         return column_type(self.arrow_type, [held])
