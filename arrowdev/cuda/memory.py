@@ -193,7 +193,7 @@ def keep_until(sync: Any, *objects: Any) -> None:
     a query per event queued and not yet run: calls queued back to back slowed down as the GPU fell behind.
     The list holds the SyncEvent itself, so its CuPy event is not recycled while watched: recycled (the
     array holding it dropped) and recorded again by the next copy before that copy's look, the event at
-    the front never looked fired, and everything behind it (a staging ring per copy) waited for the sweep.
+    the front looked pending, and everything behind it (a staging ring per copy) waited, up to the sweep.
     """
     global _calls_since_sweep
     if runtime.captures:
