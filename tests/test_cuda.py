@@ -121,8 +121,8 @@ def test_copies_in_a_loop_hold_one_staging_ring_not_one_per_copy(cupy, monkeypat
     """A device table made and dropped again and again (a benchmark, a batch job): each copy's staging ring
     goes once its DMAs fired, at the next copy's look at memory.keep_until's list. The dropped table's sync
     event used to be recycled and recorded again by the next copy before that look, so the front entry
-    never looked fired: pinned memory grew by a ring per copy until the sweep (64 copies), and each copy
-    paid for new pinned memory (35-55 ms of a 1.3 GB copy's 80 on the H200 machine)."""
+    looked pending: pinned memory grew by a ring per copy held, up to the sweep (64 copies), and a copy that
+    found no free ring paid for new pinned memory (docs/device.md, "Staging rings held across copies")."""
     from arrowdev.cuda import memory, staging
 
     src = ad.table(pa.table({"a": np.arange(3_000_000, dtype=np.int64)}))  # 24 MB: 6 pieces, a ring of 6 slots
