@@ -81,8 +81,8 @@ class _Event:
 def test_a_watched_sync_event_lives_until_it_fired_and_was_dropped(monkeypatch):
     """keep_until holds the SyncEvent itself, not only its CuPy event: a SyncEvent whose array went would
     otherwise recycle the event (runtime.SyncEvent.__del__), the next copy would record it again before its
-    own look at the list, and the front entry would never look fired: every later copy's staging ring held
-    until the sweep (tests/test_cuda.py::test_copies_in_a_loop_hold_one_staging_ring_not_one_per_copy)."""
+    own look at the list, and the front entry would look pending: every later copy's staging ring held, up
+    to the sweep (tests/test_cuda.py::test_copies_in_a_loop_hold_one_staging_ring_not_one_per_copy)."""
     import weakref
 
     from arrowdev.cuda import memory
