@@ -7,12 +7,13 @@
 [1, 2, None]
 """
 
-from . import _serialize, cuda, debug
+from . import cuda, debug
 from ._version import __version__
 from .column import ArrowColumn, BufferInfo, column
 from .errors import ArrowDevError, CaptureError, DeviceUnavailableError, InvalidArrowError, MissingDependencyError
 from .table import ArrowTable, table
-from .types import DataType, Device
+from .core.types import DataType, Device
+from .integrations import registration as _registration
 from .udf import NA, UDFCompileError
 
 
@@ -25,18 +26,7 @@ def import_ipc(data: bytes) -> ArrowColumn | ArrowTable:
     return imported
 
 
-def _register_with_distributed() -> None:
-    """Registers arrowdev's serializers with distributed once it is imported (see arrowdev.dask): at
-    ``import arrowdev`` in a Dask worker, and (a hook of the pickler, which sits below Dask's layer)
-    the first time a process that imported arrowdev before distributed pickles an arrowdev object."""
-    import sys
-
-    if "distributed.protocol.serialize" in sys.modules and "arrowdev.dask._distributed" not in sys.modules:
-        from .dask import _distributed  # noqa: F401  (registers on import)
-
-
-_register_with_distributed()
-_serialize.add_pickle_hook(_register_with_distributed)
+_registration.install()
 
 
 __all__ = [

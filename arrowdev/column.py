@@ -25,14 +25,15 @@ import builtins
 import operator
 from typing import Any, Callable, Iterator, SupportsIndex, cast
 
-from . import _capsules, _chunked, layout
-from ._chunked import reader_for, struct_field  # noqa: F401  (udf/apply.py on main imports them from here)
-from .layout import BufferInfo
-from ._from_arrow import check_tree, read_arrow, read_arrow_after
-from ._to_arrow import (StreamOnly, array_capsules, cheap_target, check_kwargs, cpu_labelled,
-                        pyarrow_import_device_array, stream_capsule)
+from . import _capsules
+from .core import chunks as _chunked, layout
+from .core.chunks import reader_for, struct_field  # noqa: F401  (udf/apply.py on main imports them from here)
+from .core.layout import BufferInfo
+from .core.from_arrow import check_tree, read_arrow, read_arrow_after
+from .core.to_arrow import (StreamOnly, array_capsules, cheap_target, check_kwargs, cpu_labelled,
+                            pyarrow_import_device_array, stream_capsule)
 from .errors import InvalidArrowError
-from .types import DataType, Device
+from .core.types import DataType, Device
 
 __all__ = ["ArrowColumn", "BufferInfo", "column"]
 
@@ -48,7 +49,7 @@ class ArrowColumn(_capsules.ColumnCore):
 
     Its state lives in its native base, ``_capsules.ColumnCore`` (capsules/py_column.c): ``_type``,
     ``_chunks`` (a list of held arrays) and ``_nulls`` (per chunk, the null count where known;
-    None until first needed); :mod:`arrowdev._chunked` is the layer that works on it. The base
+    None until first needed); :mod:`arrowdev.core.chunks` is the layer that works on it. The base
     also runs the hot path of ``__arrow_c_device_array__`` and
     ``__arrow_c_array__`` (one chunk, no request); every other case comes back to
     :meth:`_arrow_c_device_array` and :meth:`_arrow_c_array` here.
@@ -71,7 +72,7 @@ class ArrowColumn(_capsules.ColumnCore):
 
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowColumn:
-        """A column from any Arrow producer (see :mod:`arrowdev._from_arrow` for the order in
+        """A column from any Arrow producer (see :mod:`arrowdev.core.from_arrow` for the order in
         which the protocols are tried), zero-copy. ``schema`` is passed on as the requested schema,
         or gives the type of a bare array capsule."""
         return column(obj, schema)
@@ -335,9 +336,11 @@ class ArrowColumn(_capsules.ColumnCore):
     # ---- UDFs --------------------------------------------------------------------------------
 
     def apply(self, f: Callable[..., Any], *, null_aware: bool = False, out_type: Any = None,
-              stream: Any = None, string_type: str = "string") -> ArrowColumn:
+              stream: Any = None, string_type: str = "string", device: int | str | None = None) -> ArrowColumn:
         """``f(x)`` for every row, compiled by numba for the column's device (a CUDA kernel for GPU
-        data, numba's CPU target otherwise); a new column on the same device.
+        data, numba's CPU target otherwise); a new column on the same device. ``device="cuda"`` (or a
+        GPU index) runs a CPU column's UDF on a GPU: copied there whole when it fits (the result stays on the
+        GPU), else streamed through it in ranges of rows (a host result; see :mod:`arrowdev.streaming`).
 
         Nulls give nulls; with ``null_aware=True`` ``f`` sees ``ad.NA`` for them and may return
         ``ad.NA``. The output type is what numba infers, unless ``out_type`` (any Arrow type) says.
@@ -350,22 +353,28 @@ class ArrowColumn(_capsules.ColumnCore):
         >>> ad.column(pa.array(["ab", None, "été"])).apply(lambda s: s.upper() + "!").to_pylist()
         ['AB!', None, 'ÉTÉ!']
         """
-        from .udf.apply import apply_columns
+        from .streaming import apply_on_gpu, gpu_for
+        from .udf.run.apply import apply_columns
 
-        result: ArrowColumn = apply_columns(f, [self], null_aware, out_type, stream, string_type=string_type)
-        return result
+        def run(columns: list[ArrowColumn]) -> ArrowColumn:
+            return ArrowColumn(*apply_columns(f, columns, null_aware, out_type, stream, string_type=string_type))
+
+        gpu = gpu_for(device, self.device)
+        return run([self]) if gpu is None else cast(ArrowColumn, apply_on_gpu(run, [self], gpu))
 
     def rolling(self, window: int, min_periods: int | None = None, center: bool = False) -> Any:
         """Rolling windows of ``window`` rows; ``.apply(f)`` runs ``f`` on each (see
         :class:`arrowdev.udf.Rolling`)."""
-        from .udf.rolling import Rolling
+        from .udf.run.rolling import Rolling
 
-        return Rolling(self, window, min_periods, center)
+        # windows cross chunk boundaries: one chunk (a copy)
+        whole = self.combine_chunks() if self.num_chunks > 1 else self
+        return Rolling(whole, window, min_periods, center, make=ArrowColumn)
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any, ...]]:
         """Pickles the rows in range (out of band with protocol 5: zero-copy for CPU data; device data
-        goes through host memory and lands on the receiver's GPU). See :mod:`arrowdev._serialize`."""
-        from ._serialize import reduce
+        goes through host memory and lands on the receiver's GPU). See :mod:`arrowdev.serialize.frames`."""
+        from .serialize.frames import reduce
 
         return reduce(self, operator.index(protocol))
 

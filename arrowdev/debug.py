@@ -53,10 +53,10 @@ def ownership_stats() -> dict[str, int]:
 def _settle() -> None:
     """Lets work in flight finish: copies release their sources and staging memory when their event has
     fired (only once the CUDA layer has been used: no GPU probing). Then collects garbage."""
-    from .cuda import memory
+    from .gpu import memory
 
     if memory.in_use():
-        from .cuda import runtime
+        from .gpu import runtime
 
         runtime.cupy().cuda.runtime.deviceSynchronize()
         memory.release_finished()
@@ -65,7 +65,7 @@ def _settle() -> None:
 
 def _device_counts() -> dict[str, int]:
     """arrowdev's device buffers in use (only once the CUDA layer has been used)."""
-    from .cuda import memory
+    from .gpu import memory
 
     if not memory.in_use():
         return {}
@@ -103,7 +103,7 @@ def _arena_counts() -> dict[str, int]:
     """Live string arenas and their bytes, and MemInfos made but not yet released (string UDFs)."""
     import sys
 
-    results = sys.modules.get("arrowdev.udf.string_results")
+    results = sys.modules.get("arrowdev.udf.run.string_results")
     if results is None:  # no string UDF ran
         return {}
     stats = results.managed_string_stats()

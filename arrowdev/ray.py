@@ -1,45 +1,7 @@
-"""arrowdev on Ray: tables through Ray's object store, and arrowdev UDFs in Ray Data.
-
-``ray.put(tbl)`` needs nothing from here: arrowdev's columns and tables pickle with protocol 5 and
-out-of-band buffers (arrowdev._serialize), so Ray's object store holds the buffers of the rows in range
-and ``ray.get`` on the same node rebuilds the table over the store's shared memory, zero-copy (read-only,
-as Ray gives it). Device tables travel through host memory and land on the getter's current GPU.
-
-For Ray Data, :func:`batch_udf` makes the function for ``Dataset.map_batches(..., batch_format="pyarrow")``::
-
-    ds = ray.data.read_parquet(path)
-    ds = ds.map_batches(arrowdev.ray.batch_udf(f, columns=["a", "b"], out="y", device="cuda"),
-                        batch_format="pyarrow", num_gpus=1)
-"""
+"""arrowdev on Ray: the public name of :mod:`arrowdev.integrations.ray` (the guide is there)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
-
-from .table import ArrowTable, table
+from .integrations.ray import batch_udf
 
 __all__ = ["batch_udf"]
-
-
-class batch_udf:  # noqa: N801 - a function maker, named as users call it
-    """A function of a ``pyarrow.Table`` (or ``RecordBatch``) batch: the batch with column ``out`` appended, ``f(a, b, ...)``
-    row by row over ``columns`` as :meth:`arrowdev.ArrowTable.apply` computes it (``apply_options``:
-    ``null_aware``, ``out_type``, ``string_type``). ``device="cuda"`` runs it on the task's GPU
-    (give the task ``num_gpus``): the batch's columns are copied there and the result back."""
-
-    def __init__(self, f: Callable[..., Any], columns: Iterable[str], out: str, *, device: str = "cpu",
-                 **apply_options: Any) -> None:
-        if device not in ("cpu", "cuda"):
-            raise ValueError(f"expected device 'cpu' or 'cuda', got {device!r}")
-        self.f, self.columns, self.out = f, list(columns), out
-        self.device, self.apply_options = device, apply_options
-
-    def __call__(self, batch: Any) -> Any:
-        args: ArrowTable = table(batch).select(self.columns)
-        if self.device == "cuda":
-            args = args.to_device()
-        values = args.apply(self.f, columns=self.columns, **self.apply_options).to_pyarrow()
-        if not hasattr(batch, "num_chunks"):  # a RecordBatch takes one array
-            values = values.combine_chunks()
-        return batch.append_column(self.out, values)

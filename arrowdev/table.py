@@ -21,13 +21,14 @@ from typing import Any, SupportsIndex, cast
 
 import nanoarrow as na
 
-from . import _capsules, _chunked
-from ._chunked import struct_field
-from ._from_arrow import read_arrow
-from ._to_arrow import HOST_LABELS, StreamOnly
+from . import _capsules
+from .core import chunks as _chunked
+from .core.chunks import struct_field
+from .core.from_arrow import read_arrow
+from .core.to_arrow import HOST_LABELS, StreamOnly
 from .column import ArrowColumn
 from .errors import InvalidArrowError
-from .types import DataType, Device
+from .core.types import DataType, Device
 
 __all__ = ["ArrowTable", "table"]
 
@@ -280,30 +281,36 @@ class ArrowTable:
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any, ...]]:
         """Pickles the rows in range, as :meth:`ArrowColumn.__reduce_ex__` does."""
-        from ._serialize import reduce
+        from .serialize.frames import reduce
 
         return reduce(self, operator.index(protocol))
 
     # ---- UDFs ----------------------------------------------------------------------------------
 
     def apply(self, f: Any, columns: Iterable[int | str] | None = None, *, null_aware: bool = False,
-              out_type: Any = None, stream: Any = None, string_type: str = "string") -> ArrowColumn:
+              out_type: Any = None, stream: Any = None, string_type: str = "string",
+              device: int | str | None = None) -> ArrowColumn:
         """``f(a, b, ...)`` row by row over ``columns`` (default: all, in order); a new column.
         A row with a null in any argument is null unless ``null_aware=True`` (see
-        :meth:`ArrowColumn.apply`).
+        :meth:`ArrowColumn.apply`, also for ``device``).
 
         >>> import pyarrow as pa, arrowdev as ad
         >>> t = ad.table({"a": pa.array([1, -2, 3]), "b": pa.array([10, 20, None])})
         >>> t.apply(lambda a, b: a * b if a > 0 else b, columns=["a", "b"]).to_pylist()
         [10, 20, None]
         """
-        from .udf.apply import apply_columns
+        from .udf.run.apply import apply_columns
 
         chosen = [self.column(c) for c in (columns if columns is not None else range(self.num_columns))]
         if not chosen:
             raise ValueError("expected at least one column for the UDF's arguments")
-        result: ArrowColumn = apply_columns(f, chosen, null_aware, out_type, stream, string_type=string_type)
-        return result
+        from .streaming import apply_on_gpu, gpu_for
+
+        def run(columns: list[ArrowColumn]) -> ArrowColumn:
+            return ArrowColumn(*apply_columns(f, columns, null_aware, out_type, stream, string_type=string_type))
+
+        gpu = gpu_for(device, chosen[0].device)
+        return run(chosen) if gpu is None else cast(ArrowColumn, apply_on_gpu(run, chosen, gpu))
 
     # ---- conversions -------------------------------------------------------------------------
 
@@ -449,7 +456,8 @@ class ArrowTable:
 
 
 class _ChunkedTable(ArrowTable):
-    """An ArrowTable of several record batches: only the stream protocols (see :class:`arrowdev._to_arrow.StreamOnly`)."""
+    """An ArrowTable of several record batches: only the stream protocols (see
+    :class:`arrowdev.core.to_arrow.StreamOnly`)."""
 
     __slots__ = ()
     __arrow_c_array__ = StreamOnly()

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 import arrowdev as ad
 import record
-from arrowdev.udf import string_results as results
+from arrowdev.udf.run import string_results as results
 
 UNIQUE = 10_000  # make_strings repeats this many distinct strings
 WORDS = ["alpha", "ab", "café", "日本", "🎉", "xyz", "abcab", "naïve", "grüße", "b"]

@@ -1,17 +1,19 @@
-"""The layers as tests: imports run one way (no cycle among arrowdev's modules, counting imports inside
-functions and under TYPE_CHECKING), the layers below the user objects never import them or the
-integrations above them, and no module reads private state of another module's objects.
+"""The layers as tests: the folders are the layers (docs/architecture.md draws them), imports run one way
+between them, counting imports inside functions, under TYPE_CHECKING and of a module's own parent
+package; there is no import cycle among arrowdev's modules; no two modules share a name for different
+things; and no module reads private state of another module's objects.
 
-The import graph is read from the sources with ``ast`` (as /work/notes/imports.py does); a submodule's
-import of its own parent packages is not an edge (importing ``arrowdev.x`` always runs
-``arrowdev/__init__.py`` first: the package root sits on top).
+The import graph is read from the sources with ``ast``.
 """
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
+import sys
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -19,24 +21,36 @@ import arrowdev
 
 PACKAGE = pathlib.Path(arrowdev.__file__).parent
 TESTS = pathlib.Path(__file__).parent
+DOCS = PACKAGE.parent / "docs"
 
-USER_OBJECTS = ("arrowdev.column", "arrowdev.table")
-ABOVE = ("arrowdev.dask", "arrowdev.ray", "arrowdev.spark")
-BELOW = ("arrowdev.cuda", "arrowdev.interop", "arrowdev.udf", "arrowdev._chunked", "arrowdev._from_arrow",
-         "arrowdev._to_arrow", "arrowdev._serialize", "arrowdev.layout", "arrowdev.types", "arrowdev.errors",
-         "arrowdev.debug")
+# The layers, bottom to top. A module belongs to the entry that names it or its longest enclosing package
+# (the package root, ``arrowdev``, only itself); it may import modules of its own layer and of layers below.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("native core and errors", ("arrowdev._capsules", "arrowdev.errors", "arrowdev._version")),
+    ("CUDA runtime", ("arrowdev.gpu",)),
+    ("core", ("arrowdev.core",)),
+    ("interop", ("arrowdev.interop",)),
+    ("device API", ("arrowdev.cuda",)),
+    ("serialization", ("arrowdev.serialize",)),
+    ("UDF definitions", ("arrowdev.udf.spec", "arrowdev.udf.na", "arrowdev.udf.deps")),
+    ("UDF compile", ("arrowdev.udf.compile",)),
+    ("UDF run", ("arrowdev.udf.run",)),
+    ("UDF API", ("arrowdev.udf",)),
+    ("user objects", ("arrowdev.column", "arrowdev.table", "arrowdev.debug", "arrowdev.streaming")),
+    ("engine hosts", ("arrowdev.integrations",)),
+    ("public names", ("arrowdev.dask", "arrowdev.ray", "arrowdev.spark", "arrowdev")),
+)
+# Modules of the same name in different folders that mean the same thing: the public facades of the hosts.
+SAME_NAME_SAME_THING = {"ray.py": {"arrowdev/ray.py", "arrowdev/integrations/ray.py"},
+                        "spark.py": {"arrowdev/spark.py", "arrowdev/integrations/spark.py"}}
 
-# udf/ is being refactored on its own branch (udf-p2), which removes these; nothing else may be added here.
-PENDING_UDF_IMPORTS: set[tuple[str, str]] = set()  # none left: udf/ works on _chunked
-PENDING_UDF_READS: set[tuple[str, str]] = set()
-
-# The native base of ArrowColumn (capsules/column.c) holds these; arrowdev._chunked is the layer that works
-# on them, column.py the class built on them.
+# The native base of ArrowColumn (capsules/py_column.c) holds these; arrowdev.core.chunks is the layer that
+# works on them, column.py the class built on them.
 NATIVE_FIELDS = {"_type": "arrowdev._capsules", "_chunks": "arrowdev._capsules", "_nulls": "arrowdev._capsules"}
 # Modules that may read one another's private names: the user objects, and the native base with its layer.
 # tests/test_column.py tests the native base itself (what it holds before anything is computed).
 FRIENDS = [{"arrowdev.column", "arrowdev.table"},
-           {"arrowdev._capsules", "arrowdev._chunked", "arrowdev.column", "tests.test_column"}]
+           {"arrowdev._capsules", "arrowdev.core.chunks", "arrowdev.column", "tests.test_column"}]
 
 
 def _module_name(path: pathlib.Path, root: pathlib.Path, prefix: str) -> str:
@@ -48,8 +62,9 @@ def _module_name(path: pathlib.Path, root: pathlib.Path, prefix: str) -> str:
 
 @cache
 def _sources() -> dict[str, tuple[ast.Module, bool]]:
-    """arrowdev's modules by name: their syntax tree, and whether the module is a package."""
-    out = {}
+    """arrowdev's modules by name: their syntax tree, and whether the module is a package (the native
+    module ``arrowdev._capsules`` has an empty tree: it imports nothing of arrowdev's)."""
+    out = {"arrowdev._capsules": (ast.Module(body=[], type_ignores=[]), False)}
     for path in sorted(PACKAGE.rglob("*.py")):
         out[_module_name(path, PACKAGE, "arrowdev")] = (ast.parse(path.read_text(), str(path)),
                                                         path.name == "__init__.py")
@@ -87,8 +102,7 @@ def import_graph() -> dict[str, frozenset[str]]:
         edges = set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                edges.update(t for t in _imported(module, is_package, node, known)
-                             if t != module and not module.startswith(t + "."))
+                edges.update(t for t in _imported(module, is_package, node, known) if t != module)
         graph[module] = frozenset(edges)
     return graph
 
@@ -147,20 +161,75 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
     assert _imported("arrowdev.cuda.ipc", False, tree.body[0].body[0], {"arrowdev.column"}) == ["arrowdev.column"]
 
 
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the layer ``module`` belongs to."""
+    best, found = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            inside = module == prefix or (prefix != "arrowdev" and module.startswith(prefix + "."))
+            if inside and len(prefix) > best:
+                best, found = len(prefix), i
+    if found is None:
+        raise AssertionError(f"{module} is in no layer: add its folder to LAYERS (and to docs/architecture.md)")
+    return found
+
+
+def upward_imports(graph: dict[str, frozenset[str]]) -> list[tuple[str, str, str]]:
+    """(module, what it imports, the layers) for every import of a layer above the importer's."""
+    return sorted((m, t, f"{LAYERS[layer_of(m)][0]} -> {LAYERS[layer_of(t)][0]}")
+                  for m, targets in graph.items() for t in targets if layer_of(t) > layer_of(m))
+
+
+def test_the_layer_rule_finds_an_upward_import_inside_a_function_and_of_a_parent():
+    tree = ast.parse("def f():\n    from ...column import ArrowColumn\n    from .. import NA\n")
+    known = {"arrowdev.column", "arrowdev.udf", "arrowdev.udf.run.apply"}
+    found = [t for node in tree.body[0].body for t in _imported("arrowdev.udf.run.apply", False, node, known)]
+    assert found == ["arrowdev.column", "arrowdev.udf"]
+    graph = {"arrowdev.udf.run.apply": frozenset(found), "arrowdev.column": frozenset(), "arrowdev.udf": frozenset()}
+    assert [(m, t) for m, t, _ in upward_imports(graph)] == [("arrowdev.udf.run.apply", "arrowdev.column"),
+                                                            ("arrowdev.udf.run.apply", "arrowdev.udf")]
+    assert layer_of("arrowdev.udf.compile.strings.words") == layer_of("arrowdev.udf.compile")
+    assert layer_of("arrowdev") > layer_of("arrowdev.integrations.dask.collection") > layer_of("arrowdev.table")
+
+
+def test_every_module_is_in_a_layer_and_imports_only_its_own_layer_or_below():
+    assert upward_imports(import_graph()) == []
+
+
 def test_no_import_cycle_among_arrowdev_modules():
-    graph = {m: frozenset(t for t in targets if (m, t) not in PENDING_UDF_IMPORTS)
-             for m, targets in import_graph().items()}
-    assert cycles(graph) == []
+    assert cycles(dict(import_graph())) == []
 
 
-def test_the_layers_below_the_user_objects_never_import_them_or_the_integrations_above():
-    wrong = sorted((m, t) for m, targets in import_graph().items() if _under(m, BELOW)
-                   for t in targets if _under(t, USER_OBJECTS + ABOVE) and (m, t) not in PENDING_UDF_IMPORTS)
-    assert wrong == []
+def test_no_two_modules_share_a_name_for_different_things():
+    by_name: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "__init__.py":
+            by_name.setdefault(path.name, set()).add(path.relative_to(PACKAGE.parent).as_posix())
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert shared == SAME_NAME_SAME_THING
 
 
-def test_only_udf_modules_wait_on_their_branch():
-    assert all(_under(m, ("arrowdev.udf",)) for m, _ in PENDING_UDF_IMPORTS | PENDING_UDF_READS)
+def test_the_architecture_page_names_every_layer_folder():
+    page = (DOCS / "architecture.md").read_text()
+    for _, prefixes in LAYERS:
+        for prefix in prefixes:
+            if prefix != "arrowdev" and (PACKAGE.parent / prefix.replace(".", "/")).is_dir():
+                assert prefix.replace(".", "/") + "/" in page, prefix
+
+
+def _recipe_paths() -> list[str]:
+    """The files docs/architecture.md's recipes ("Where a change goes") name."""
+    page = (DOCS / "architecture.md").read_text()
+    recipes = page[page.index("## Where a change goes"):]
+    recipes = recipes[:recipes.index("\n## ", 5)] if "\n## " in recipes[5:] else recipes
+    return sorted(set(re.findall(r"`((?:arrowdev|capsules|tests|docs|benchmarks)/[\w/.]+)`", recipes)))
+
+
+def test_the_recipes_name_files_that_exist():
+    paths = _recipe_paths()
+    assert len(paths) >= 12
+    missing = [p for p in paths if not (PACKAGE.parent / p).exists()]
+    assert missing == []
 
 
 # ---- private state --------------------------------------------------------------------------------
@@ -274,17 +343,16 @@ def foreign_private_reads(module: str, tree: ast.Module, globals_too: bool = Tru
 
 
 def test_the_private_read_finder_finds_a_read_of_a_column_chunk_list():
-    tree = ast.parse("from arrowdev.cuda import memory\n"
+    tree = ast.parse("from arrowdev.gpu import memory\n"
                      "def f(col):\n    return col._chunks, col.chunks, x._nulls, memory._pool\n")
     assert foreign_private_reads("arrowdev.interop.x", tree) == [
         ("arrowdev.interop.x", "col._chunks"), ("arrowdev.interop.x", "x._nulls"),
         ("arrowdev.interop.x", "memory._pool")]
-    assert foreign_private_reads("arrowdev._chunked", tree) == [("arrowdev._chunked", "memory._pool")]
+    assert foreign_private_reads("arrowdev.core.chunks", tree) == [("arrowdev.core.chunks", "memory._pool")]
 
 
 def test_no_module_reads_private_state_of_another_modules_objects():
-    wrong = [(m, read) for m, (tree, _) in _sources().items() for m, read in foreign_private_reads(m, tree)
-             if (m, read.rpartition(".")[2]) not in PENDING_UDF_READS]
+    wrong = [(m, read) for m, (tree, _) in _sources().items() for m, read in foreign_private_reads(m, tree)]
     assert wrong == []
 
 
@@ -320,3 +388,63 @@ def test_the_native_module_stub_names_what_the_module_has():
         if members is not None:
             native = {n for n in dir(getattr(_capsules, name)) if not n.startswith("__")}
             assert {n for n in members if not n.startswith("__")} == native, name
+
+
+# ---- a UDF call goes down its layers --------------------------------------------------------------
+
+
+def _module_of_file(filename: str) -> str | None:
+    path = pathlib.Path(filename)
+    try:
+        return _module_name(path.resolve(), PACKAGE, "arrowdev")
+    except ValueError:
+        return None  # not arrowdev's
+
+
+def calls_upward(run: Any) -> list[tuple[str, str]]:
+    """(caller, callee) for every call ``run()`` makes from an arrowdev function into an arrowdev function of
+    a higher layer (Python calls: the native core's are not seen)."""
+    found: set[tuple[str, str]] = set()
+    names: dict[str, str | None] = {}
+
+    def module(code: Any) -> str | None:
+        if code.co_filename not in names:
+            names[code.co_filename] = _module_of_file(code.co_filename)
+        return names[code.co_filename]
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = module(frame.f_code), module(frame.f_back.f_code)
+        if callee and caller and callee != caller and layer_of(callee) > layer_of(caller):
+            found.add((caller, callee))
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return sorted(found)
+
+
+def test_the_call_tracer_sees_an_upward_call():
+    import arrowdev.core.chunks as core_chunks
+
+    col = arrowdev.column([1, 2, 3])
+    # a lower layer calling up through a class it was handed: core.chunks.derive builds type(col)(...)
+    assert ("arrowdev.core.chunks", "arrowdev.column") in calls_upward(lambda: core_chunks.derive(col, []))
+
+
+@pytest.mark.parametrize("call", ["column", "table", "strings", "rolling"])
+def test_a_udf_call_goes_down_its_layers_without_coming_back(call):
+    pytest.importorskip("numba")
+    import pyarrow as pa
+
+    tbl = arrowdev.table({"a": pa.array([1.0, None, 3.0]), "b": pa.array([1.0, 2.0, 3.0]),
+                          "s": pa.array(["x", None, "yz"])})
+    runs = {"column": lambda: tbl["a"].apply(lambda x: x * 2 + 1),
+            "table": lambda: tbl.apply(lambda a, b: a + b if a > 1 else b, columns=["a", "b"]),
+            "strings": lambda: tbl["s"].apply(lambda s: s.upper() + "!"),
+            "rolling": lambda: tbl["b"].rolling(2).result(lambda w: w.sum())}  # (apply: the column's constructor)
+    runs[call]()  # compiled first: the traced call is the one a user repeats
+    assert calls_upward(runs[call]) == []

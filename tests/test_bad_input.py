@@ -437,7 +437,7 @@ def test_stream_yielding_a_malformed_array_is_refused_and_everything_released():
 @pytest.fixture
 def small_pool():
     """arrowdev's device pool limited to 1 MiB for the test, then unlimited again."""
-    from arrowdev.cuda import memory
+    from arrowdev.gpu import memory
 
     pool = memory.pool()
     pool.free_all_blocks()

@@ -32,7 +32,7 @@ def _bytes_in_use() -> int:
 def test_captured_calls_run_once_and_replay_over_new_inputs():
     import cupy as cp
 
-    from arrowdev.cuda import runtime
+    from arrowdev.gpu import runtime
 
     n = 50_000
     values = cp.arange(n, dtype=cp.int64)
@@ -85,7 +85,7 @@ def test_a_graph_lets_its_buffers_go_when_dropped():
 def test_a_call_that_cannot_be_captured_says_why_and_leaves_the_device_usable(case):
     import cupy as cp
 
-    from arrowdev.cuda import runtime
+    from arrowdev.gpu import runtime
 
     numbers = ad.column(cp.arange(1000, dtype=cp.float64))
     strings = ad.column(pa.array(["ab", "cd"] * 500)).to_device()
@@ -126,7 +126,7 @@ def test_other_work_inside_a_capture_is_refused(operation):
     or read outputs not computed yet: they raise CaptureError, and the device works as before afterwards."""
     import cupy as cp
 
-    from arrowdev.cuda import runtime
+    from arrowdev.gpu import runtime
 
     x = ad.column(cp.arange(1000, dtype=cp.float64))
     f = lambda v: v * 5  # noqa: E731

@@ -556,7 +556,7 @@ def test_native_exports_of_unknown_null_counts_count_them_first(balanced):
 
 
 def test_the_class_of_a_chunked_column_makes_a_one_chunk_column_that_offers_the_array_protocols():
-    from arrowdev import _chunked
+    from arrowdev.core import chunks as _chunked
 
     two = ad.column(pa.chunked_array([[1], [2, None]]))
     one = type(two)(two.type, _chunked.chunks(two.combine_chunks()))  # as udf/ makes its results

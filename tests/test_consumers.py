@@ -18,7 +18,8 @@ import pytest
 from support.samples import CASES, source_of
 
 import arrowdev as ad
-from arrowdev import _capsules, _chunked, layout
+from arrowdev import _capsules
+from arrowdev.core import chunks as _chunked, layout
 from arrowdev.interop.pyarrow import empty_chunks
 
 HOW = ["host label", pytest.param("to_host", marks=pytest.mark.gpu)]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev import _chunked
+from arrowdev.core import chunks as _chunked
 from support.samples import CASES, LAYOUTS, source_of
 from support.slow_write import slow_write
 
@@ -100,7 +100,7 @@ def test_a_slice_copies_only_its_rows():
 def test_large_host_copies_go_through_the_staging_ring(piece, slots, monkeypatch):
     """Many more pieces than ring slots (each slot reused many times), several buffers, and a sliced
     large_string whose offsets are rebased piece by piece: the device copy must equal the source."""
-    from arrowdev.cuda import staging
+    from arrowdev.gpu import staging
 
     monkeypatch.setattr(staging, "PIECE", piece)
     monkeypatch.setattr(staging, "RING_SLOTS", slots)
@@ -123,7 +123,7 @@ def test_copies_in_a_loop_hold_one_staging_ring_not_one_per_copy(cupy, monkeypat
     event used to be recycled and recorded again by the next copy before that look, so the front entry
     looked pending: pinned memory grew by a ring per copy held, up to the sweep (64 copies), and a copy that
     found no free ring paid for new pinned memory (docs/device.md, "Staging rings held across copies")."""
-    from arrowdev.cuda import memory, staging
+    from arrowdev.gpu import memory, staging
 
     src = ad.table(pa.table({"a": np.arange(3_000_000, dtype=np.int64)}))  # 24 MB: 6 pieces, a ring of 6 slots
     ring = min(staging.RING_SLOTS, 6) * staging.PIECE

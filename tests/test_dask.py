@@ -82,7 +82,7 @@ def _register_whole_buffers() -> None:
     """The ``dask`` family as it was before buffers went in row pieces: every buffer one frame."""
     from distributed.protocol.serialize import dask_serialize
 
-    from arrowdev import _serialize
+    from arrowdev.serialize import frames as _serialize
 
     for cls in (ad.ArrowColumn, ad.ArrowTable):
         dask_serialize.register(cls)(_serialize.host_frames)
@@ -248,7 +248,7 @@ def test_gpu_a_table_still_being_produced_is_never_sent_early():
 
     import cupy as cp
 
-    from arrowdev import _serialize
+    from arrowdev.serialize import frames as _serialize
 
     host = ad.column(pa.array(np.arange(20_000_000, dtype=np.float64)))
     stream = cp.cuda.Stream(non_blocking=True)
@@ -294,7 +294,7 @@ def test_gpu_tcp_ping_pong_of_every_type(cuda_client):
 @pytest.mark.gpu
 def test_gpu_rmm_pool_with_a_limit():
     pytest.importorskip("rmm")
-    from arrowdev.cuda import memory
+    from arrowdev.gpu import memory
 
     saved = memory._pool
     try:

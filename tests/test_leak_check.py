@@ -71,7 +71,7 @@ def test_leak_check_counts_nrt_when_nrt_ran():
 
 
 class _Event:
-    """Stands for a ``runtime.SyncEvent`` in arrowdev.cuda.memory's watch list: all it reads is its CuPy
+    """Stands for a ``runtime.SyncEvent`` in arrowdev.gpu.memory's watch list: all it reads is its CuPy
     event's ``done``."""
 
     def __init__(self) -> None:
@@ -85,7 +85,7 @@ def test_a_watched_sync_event_lives_until_it_fired_and_was_dropped(monkeypatch):
     to the sweep (tests/test_cuda.py::test_copies_in_a_loop_hold_one_staging_ring_not_one_per_copy)."""
     import weakref
 
-    from arrowdev.cuda import memory
+    from arrowdev.gpu import memory
 
     monkeypatch.setattr(memory, "_watch", [])
     monkeypatch.setattr(memory, "_pool", None)
@@ -107,7 +107,7 @@ def test_what_waits_on_events_goes_once_they_fire_front_first_and_all_at_each_sw
     memory.in_use() is true, so the leak check drains the list even after a test reset the pool."""
     import weakref
 
-    from arrowdev.cuda import memory
+    from arrowdev.gpu import memory
 
     class Held:
         pass

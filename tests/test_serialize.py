@@ -1,4 +1,4 @@
-"""Serialization of columns and tables (arrowdev._serialize): pickle protocol 5 with out-of-band buffers,
+"""Serialization of columns and tables (arrowdev.serialize.frames): pickle protocol 5 with out-of-band buffers,
 distributed's ``dask`` and ``cuda`` families; every sample type, whole, sliced at odd offsets, chunked
 and empty; frames are views of the source memory, and a slice sends about its own rows."""
 
@@ -14,7 +14,8 @@ from distributed.protocol import deserialize, dumps, loads, serialize, to_serial
 
 import arrowdev as ad
 import arrowdev.dask as add
-from arrowdev import _chunked, _serialize, layout
+from arrowdev.core import chunks as _chunked, layout
+from arrowdev.serialize import frames as _serialize
 from support.samples import CASES, LAYOUTS, source_of
 
 # Layouts whose children are referenced out of order are sent from their buffers' start (as copied).
@@ -338,7 +339,7 @@ def test_device_data_received_without_a_gpu_stays_in_cpu_memory():
 def test_gpu_cuda_family_sends_device_frames_zero_copy(layout, monkeypatch):
     """The cuda family on GPU data: frames are CUDA arrays over the source's device buffers; received,
     they are used in place (a slice's offsets rebased into a new device buffer) on the frames' GPU."""
-    from arrowdev._serialize import DeviceFrame
+    from arrowdev.serialize.frames import DeviceFrame
 
     source = pa.table({name.replace("[", "_").replace("]", "_"): source_of(name, layout) for name in CASES})
     gpu = ad.table(source).to_device()
@@ -384,7 +385,7 @@ def test_gpu_cuda_family_packs_small_buffers_into_one_frame(monkeypatch):
 def test_gpu_planning_reads_device_offsets_in_one_batch(monkeypatch):
     """Serializing (and sizing) a device table of many string chunks reads every offset it needs in one
     batch of copies, not one synchronous read each."""
-    from arrowdev.cuda import runtime
+    from arrowdev.gpu import runtime
 
     batches, single = [], []
     read_many = runtime.read_many
@@ -411,7 +412,7 @@ def test_gpu_sending_a_table_waits_on_each_producer_event_once(monkeypatch):
     """The chunks of a table copied in one batch share the copy's sync event: a send waits on it once, not
     once per chunk (host synchronisations cost microseconds each, and a large table has hundreds of chunks);
     chunks with events of their own are each waited on."""
-    from arrowdev.cuda import runtime
+    from arrowdev.gpu import runtime
 
     api = runtime.cupy().cuda.runtime
     waited = []
@@ -552,7 +553,7 @@ def test_packed_frames_come_from_rmm_only_where_its_resource_was_set_up():
     rmm = pytest.importorskip("rmm")
     import rmm.mr
 
-    from arrowdev.cuda import memory, runtime
+    from arrowdev.gpu import memory, runtime
 
     stream = runtime.stream_for(0)
     before = rmm.mr.get_per_device_resource(0)

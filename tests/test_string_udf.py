@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev.udf import probe
+from arrowdev.udf.compile import probe
 from arrowdev.udf.spec import KernelSpec
 from support.samples import DEVICES, STRING_TYPES, on, reference
 
@@ -98,7 +98,7 @@ def test_unicode_predicates_equal_python_str(device, name):
 
 
 def test_string_literals_keep_their_meaning_in_python():
-    from arrowdev.udf.strings import Utf8Constant, with_string_constants
+    from arrowdev.udf.compile.strings import Utf8Constant, with_string_constants
 
     def udf(s):
         """A docstring stays a docstring."""
@@ -197,8 +197,8 @@ def _arrowdev_entries(*registries) -> list:
 
 
 def test_the_registry_entry_finder_finds_the_string_typing():
-    from arrowdev.udf.targets import cpu_target
-    from arrowdev.udf.strings.typing import register_typing
+    from arrowdev.udf.compile.targets import cpu_target
+    from arrowdev.udf.compile.strings.typing import register_typing
 
     target = cpu_target()  # a target of its own, never installed: its registries are only read here
     register_typing(target)

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev import _chunked, layout
+from arrowdev.core import chunks as _chunked, layout
 from arrowdev.cuda import transfer
 from support.samples import CASES, LAYOUTS, source_of
 

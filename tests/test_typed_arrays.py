@@ -11,8 +11,9 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev import _capsules, _chunked
-from arrowdev import types as ad_types
+from arrowdev import _capsules
+from arrowdev.core import chunks as _chunked
+from arrowdev.core import types as ad_types
 
 
 def _int32s(values: list[int]) -> tuple[ad.DataType, np.ndarray]:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev import _chunked
+from arrowdev.core import chunks as _chunked
 
 from support.samples import CASES, LAYOUTS, N
 from support.samples import source_of as _source

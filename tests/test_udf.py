@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrowdev as ad
-from arrowdev.udf import codegen, kernels, probe
+from arrowdev.udf.compile import codegen, kernels, probe
 from arrowdev.udf.spec import KernelSpec
 from support.samples import DEVICES, on, reference
 
@@ -178,7 +178,7 @@ def test_constant_sets_compile_to_a_compare_chain_without_a_gpu():
     from numba import cuda
     from numba.core import types
 
-    from arrowdev.udf.constant_sets import ConstantSet, with_constant_sets
+    from arrowdev.udf.compile.constant_sets import ConstantSet, with_constant_sets
 
     member = lambda x: x in [1027, 1000, 59, 980, 1027, 1000, 59, 980]  # noqa: E731
     rewritten = with_constant_sets(member, "cuda")
@@ -266,7 +266,7 @@ STRING_KERNELS = [  # kernels with an arena (NRT on): strings made, rows that ma
 
 @pytest.mark.parametrize("f,inputs,mode,out", STRING_KERNELS)
 def test_string_making_kernels_compile_for_cuda_without_a_gpu(f, inputs, mode, out, monkeypatch):
-    from arrowdev.udf import nrt
+    from arrowdev.udf.compile import nrt
 
     spec = KernelSpec(inputs, mode, out, "cuda", arena=True, flags=True)
     with nrt.cuda_nrt():
@@ -281,10 +281,10 @@ def test_managed_strings_are_counted_in_line_on_cuda_without_a_gpu(monkeypatch):
     NRT's out-of-line, fenced NRT_incref / NRT_decref anywhere in its code."""
     from numba import cuda
 
-    from arrowdev.udf import nrt
+    from arrowdev.udf.compile import nrt
     from arrowdev.udf.spec import Target
-    from arrowdev.udf.strings import intrinsics
-    from arrowdev.udf.strings.types import string_types
+    from arrowdev.udf.compile.strings import intrinsics
+    from arrowdev.udf.compile.strings.numba_types import string_types
 
     intrinsics()["cuda"]  # registers the string extension with the CUDA target
     f = probe.prepared(lambda s: (s.upper() + "!").lower() + s[1:] + s.strip(), Target.CUDA)

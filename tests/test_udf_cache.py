@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arrowdev.udf import cache
+from arrowdev.udf.compile import cache
 
 SCRIPT = textwrap.dedent("""
     import json, sys
     import pyarrow as pa
     import arrowdev as ad
-    from arrowdev.udf import cache
+    from arrowdev.udf.compile import cache
 
     SCALE = 3
 
@@ -171,7 +171,7 @@ GPU_SCRIPT = textwrap.dedent("""
     import json
     import pyarrow as pa
     import arrowdev as ad
-    from arrowdev.udf import cache
+    from arrowdev.udf.compile import cache
 
     numbers = ad.column(pa.array([1.0, None, 3.0])).to_device()
     words = ad.column(pa.array(["ab", None, "été"])).to_device()

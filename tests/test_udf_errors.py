@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev.cuda import runtime
+from arrowdev.gpu import runtime
 
 _BLOCKER = """
 import sys
@@ -66,7 +66,7 @@ def test_gpu_kernel_without_numba_cuda_names_the_cuda_extra():
     # CPU UDFs keep working without numba-cuda; compiling for the GPU names the extra
     child = _run_child(["numba_cuda", "numba.cuda"], """
         import pyarrow as pa, arrowdev as ad
-        from arrowdev.udf import kernels
+        from arrowdev.udf.compile import kernels
         from arrowdev.udf.spec import KernelSpec
         assert ad.column(pa.array([1, 2])).apply(lambda x: x + 1).to_pylist() == [2, 3]
         spec = KernelSpec((("<i8", False),), "none", "<i8", "cuda")
@@ -82,7 +82,7 @@ def test_gpu_kernel_without_numba_cuda_names_the_cuda_extra():
 def _foreign_gpu_column() -> ad.ArrowColumn:
     """A column labelled as living on CUDA device 0, as a foreign producer hands it over (no memory is
     touched: every call below must fail before reading it)."""
-    from arrowdev.types import DataType
+    from arrowdev.core.types import DataType
 
     dtype = DataType.from_arrow(pa.int64())
     held = ad._capsules.build(dtype, 4, 0, 0, [0, 0x7F0000001000], [], device_type=2, device_id=0, keepalive=[])

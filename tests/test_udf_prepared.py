@@ -1,4 +1,4 @@
-"""Prepared UDF calls (arrowdev/udf/prepared_calls.py): a call repeated over GPU columns of one layout skips the
+"""Prepared UDF calls (arrowdev/udf/run/prepared_calls.py): a call repeated over GPU columns of one layout skips the
 general path's planning, and gives what the general path gives; other layouts still go the general way."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev.udf import execute
+from arrowdev.udf.run import execute
 from support.samples import reference
 
 
@@ -21,7 +21,7 @@ def general_calls(monkeypatch):
     def counted(*args, **kwargs):
         calls.append(1)
         return run_plan(*args, **kwargs)
-    monkeypatch.setattr("arrowdev.udf.apply.run_plan", counted)
+    monkeypatch.setattr("arrowdev.udf.run.apply.run_plan", counted)
     return calls
 
 
@@ -109,7 +109,7 @@ def test_an_input_arrowdev_made_on_its_own_stream_is_not_waited_on(monkeypatch):
     input from another stream still gets its wait."""
     import cupy as cp
 
-    from arrowdev.cuda import runtime
+    from arrowdev.gpu import runtime
 
     api = runtime.cupy().cuda.runtime
     waits = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arrowdev.udf.strings import gen_unicode_tables, unicode_data, unicode_tables
+from arrowdev.udf.compile.strings import gen_unicode_tables, unicode_data, unicode_tables
 
 SHIPPED = sorted(p.stem for p in gen_unicode_tables.DATA_DIR.glob("ucd_*.py"))
 
@@ -68,7 +68,7 @@ def test_the_generator_check_runs_without_arrowdev():
 def test_unicode_tables_are_what_the_generator_makes():
     import unicodedata
 
-    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
+    from arrowdev.udf.compile.strings import gen_unicode_tables, unicode_tables
 
     assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
     for name, predicate in gen_unicode_tables.PREDICATES.items():
@@ -79,7 +79,7 @@ def test_unicode_tables_are_what_the_generator_makes():
 def test_case_tables_are_what_the_generator_makes():
     import unicodedata
 
-    from arrowdev.udf.strings import gen_unicode_tables, unicode_tables
+    from arrowdev.udf.compile.strings import gen_unicode_tables, unicode_tables
 
     assert unicode_tables.UNICODE_VERSION == unicodedata.unidata_version  # chosen for this Python
     for name, function in gen_unicode_tables.MAPPINGS.items():
@@ -89,7 +89,7 @@ def test_case_tables_are_what_the_generator_makes():
 @pytest.mark.parametrize("name", ["UPPER", "LOWER", "TITLE"])
 def test_case_map_indexes_find_every_row_and_nothing_else(name):
     """The direct index of a case map (two loads in compiled code) gives each code point's row, -1 where none."""
-    from arrowdev.udf.strings import unicode_tables
+    from arrowdev.udf.compile.strings import unicode_tables
 
     mapping, index = getattr(unicode_tables, f"{name}_MAP"), getattr(unicode_tables, f"{name}_INDEX")
     rows = {code: row for row, code in enumerate(mapping[0::4])}

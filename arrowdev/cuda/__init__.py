@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import _chunked
-from ..types import Device
+from ..core import chunks as _chunked
+from ..core.types import Device
 from .capture import Graph, capture
-from .memory import memory_stats, set_limit, use_rmm
-from .runtime import device_count, is_available
+from ..gpu.memory import memory_stats, reset_peak, set_limit, use_rmm
+from ..gpu.runtime import device_count, is_available
 
 if TYPE_CHECKING:
-    from .._chunked import ColumnCore as ArrowColumn  # any column: a copy is of the column's own class
+    from ..core.chunks import ColumnCore as ArrowColumn  # any column: a copy is of the column's own class
 
-__all__ = ["Graph", "capture", "copy_columns", "device_count", "is_available", "memory_stats", "set_limit",
-           "use_for_cupy", "use_for_numba", "use_rmm"]
+__all__ = ["Graph", "capture", "copy_columns", "device_count", "is_available", "memory_stats", "reset_peak",
+           "set_limit", "use_for_cupy", "use_for_numba", "use_rmm"]
 
 
 def use_for_numba() -> None:
@@ -42,7 +42,7 @@ def use_for_numba() -> None:
 def use_for_cupy() -> None:
     """Makes CuPy allocate from arrowdev's pool too (``cupy.cuda.set_allocator``). Those blocks count in
     ``memory_stats()["pool_bytes"]``, not in ``bytes_in_use``, which counts arrowdev's own buffers."""
-    from . import memory, runtime
+    from ..gpu import memory, runtime
 
     runtime.cupy().cuda.set_allocator(memory.pool().malloc)
 
@@ -50,7 +50,8 @@ def use_for_cupy() -> None:
 def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None) -> list[ArrowColumn]:
     """Copies of ``columns`` (all on one device) on ``target``, in one batch of stream-ordered
     copies whose results share one sync event. Columns already on ``target`` are returned as is."""
-    from . import runtime, transfer
+    from ..gpu import runtime
+    from . import transfer
 
     if target.type == "cuda":
         runtime.check_device(target.id)

@@ -25,7 +25,7 @@ import threading
 from typing import Any, Iterable, Iterator
 
 from ..errors import CaptureError
-from . import runtime
+from ..gpu import runtime
 
 __all__ = ["Graph", "capture"]
 

@@ -26,10 +26,11 @@ import os
 import socket
 from typing import Any
 
-from .. import _capsules, _chunked, layout
+from .. import _capsules
+from ..core import chunks as _chunked, layout
 from ..errors import InvalidArrowError
-from ..types import DataType, Device
-from . import runtime
+from ..core.types import DataType, Device
+from ..gpu import runtime
 
 _MAGIC = b"ARROWDEV-CUDA-IPC-1\n"
 

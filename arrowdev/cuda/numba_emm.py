@@ -30,7 +30,7 @@ from typing import Any, Iterator
 
 from numba.cuda.cudadrv.driver import GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer
 
-from . import memory, runtime
+from ..gpu import memory, runtime
 
 __all__ = ["ArrowdevNumbaMemoryManager"]
 

@@ -25,16 +25,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _capsules, layout
-from ..types import DataType, Device
-from . import memory, runtime, staging
+from .. import _capsules
+from ..core import layout
+from ..core.types import DataType, Device
+from ..gpu import memory, runtime, staging
 
-_TRIM_BITS = frozenset({"string", "binary", "large_string", "large_binary", "list", "large_list", "map",
-                        "struct", "fixed_size_list"})
-_WHOLE = frozenset({"na", "run_end_encoded", "dense_union", "list_view", "large_list_view", "string_view",
-                    "binary_view"})
-_OFFSET_WIDTH = {"string": 4, "binary": 4, "list": 4, "map": 4,
-                 "large_string": 8, "large_binary": 8, "large_list": 8}
+# what the copies read of core/layout.py's one table of layouts
+_WHOLE = frozenset(k for k, v in layout.LAYOUTS.items() if v.cut == "whole")
+_OFFSET_WIDTH = {k: v.offsets for k, v in layout.LAYOUTS.items() if v.kind in ("bytes", "list")}
 _DEVICE_MEMORY = frozenset({"cuda", "cuda_managed"})
 
 
@@ -84,7 +82,7 @@ class PlannedNode:
 
 class Planner:
     """Walks Arrow trees and hands each buffer range that the rows in range use to
-    :meth:`_copy_range`. :class:`Transfer` copies those ranges; arrowdev._serialize sends them as
+    :meth:`_copy_range`. :class:`Transfer` copies those ranges; arrowdev.serialize.frames sends them as
     they are (zero-copy frames)."""
 
     def __init__(self) -> None:
@@ -105,9 +103,10 @@ class Planner:
             return self._plan_leaf(dtype, offset + lo, hi - lo, buffers, null_count, width)
         storage, start, n = dtype.storage_id, offset + lo, hi - lo
         specs = layout.buffer_specs(dtype, start, n, buffers, self.read)
-        if storage in _WHOLE:
+        cut = layout.LAYOUTS[storage].cut
+        if cut == "whole":
             base = 0
-        elif storage == "sparse_union":
+        elif cut == "from_first_row":
             base = start
         else:
             base = start - start % 8
@@ -158,12 +157,12 @@ class Planner:
 
     def _plan_child(self, parent: DataType, dtype: DataType, child: layout.Node, first: int, end: int,
                     offsets_range: tuple) -> PlannedNode:
-        storage = parent.storage_id
-        if storage in ("list", "large_list", "map"):
+        rows = layout.LAYOUTS[parent.storage_id].child_rows
+        if rows == "offsets":
             lo, hi = offsets_range
-        elif storage == "fixed_size_list":
+        elif rows == "fixed":
             lo, hi = first * parent.fixed_size, end * parent.fixed_size
-        elif storage in ("struct", "sparse_union"):
+        elif rows == "same":
             lo, hi = first, end
         else:
             lo, hi = 0, child.length

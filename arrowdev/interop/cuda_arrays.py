@@ -1,10 +1,5 @@
-"""CuPy, numba and PyTorch exchange through ``__cuda_array_interface__`` (v3) and DLPack.
-
-Import: a 1-D contiguous device array becomes a one-chunk column over the same memory, which
-keeps the source object alive. The CAI ``stream`` becomes the column's sync event (an event
-recorded on that stream), and a CAI ``mask`` becomes the validity bitmap (a packing copy, as is a
-bool array's data: Arrow stores bits, the array stores bytes). Strided or multi-dimensional input
-is refused with a message that says how to make it contiguous.
+"""CuPy, numba and PyTorch views of columns through ``__cuda_array_interface__`` (v3) and DLPack (the import
+side is :mod:`arrowdev.core.from_cuda_arrays`).
 
 Export: a one-chunk fixed-width column on a GPU exports CAI and DLPack views of its buffer. The
 view keeps the column alive; consumers wait on the column's sync events (CAI: the ``stream``
@@ -19,71 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _capsules, _chunked
-from ..types import DataType
+from .. import _capsules
+from ..core import chunks as _chunked
+from ..core.types import DataType
 
 if TYPE_CHECKING:
-    from .._chunked import ColumnCore as ArrowColumn  # an ArrowColumn: its public API and its core
+    from ..core.chunks import ColumnCore as ArrowColumn  # an ArrowColumn: its public API and its core
 
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
-
-
-# ---- import --------------------------------------------------------------------------------------
-
-def from_dlpack(obj: Any) -> tuple[DataType, list[Any]]:
-    """A DLPack producer on a device, through CuPy (zero-copy; CPU tensors are read through NumPy by
-    :mod:`arrowdev._from_arrow`)."""
-    from ..cuda import runtime
-
-    return from_cuda_array_interface(runtime.cupy().from_dlpack(obj))
-
-
-def _packed_bits(cp: Any, bools: Any) -> Any:
-    return cp.packbits(bools.astype(cp.bool_), bitorder="little")
-
-
-def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
-    """A ``__cuda_array_interface__`` producer as (type, [held array]), zero-copy."""
-    from ..cuda import runtime
-
-    cp = runtime.cupy()
-    cai = obj.__cuda_array_interface__
-    shape, dtype = tuple(cai["shape"]), np.dtype(cai["typestr"])
-    if len(shape) != 1:
-        raise ValueError(f"expected a 1-D array, got shape {shape}: reshape or ravel it first")
-    n = shape[0]
-    strides = cai.get("strides")
-    if strides is not None and n > 1 and tuple(strides) != (dtype.itemsize,):
-        raise ValueError(f"expected a contiguous array, got strides {tuple(strides)} for itemsize "
-                         f"{dtype.itemsize}: make a contiguous copy first (cupy.ascontiguousarray)")
-    address = cai["data"][0]
-    kind, device_id = runtime.pointer_device(address) if address else ("cuda", cp.cuda.Device().id)
-    device_code = {"cuda": 2, "cuda_managed": 13, "cuda_host": 3}.get(kind, 2)
-    keep: list[Any] = [obj]
-    event = None
-    if cai.get("stream") is not None:  # the data is ready once this stream's work is done
-        producer = runtime.external_stream(cai["stream"], device_id)
-        event = runtime.SyncEvent(producer, device_id)
-        keep.append(event)
-    with cp.cuda.Device(device_id):
-        validity, null_count = 0, 0
-        mask = cai.get("mask")
-        if mask is not None:
-            valid = cp.asarray(mask)
-            bitmap = _packed_bits(cp, valid)
-            validity, null_count = bitmap.data.ptr, int(n - int(cp.count_nonzero(valid)))
-            keep.append(bitmap)
-        if dtype == np.bool_:
-            unowned = cp.cuda.UnownedMemory(address, n, obj, device_id)
-            bits = _packed_bits(cp, cp.ndarray(n, cp.bool_, cp.cuda.MemoryPointer(unowned, 0)))
-            address = bits.data.ptr
-            keep.append(bits)
-    import pyarrow as pa
-
-    arrow_type = DataType.from_arrow(pa.from_numpy_dtype(dtype))
-    held = _capsules.build(arrow_type, n, null_count, 0, [validity, address], [], device_type=device_code,
-                           device_id=device_id, keepalive=keep, sync_event=event.address if event else None)
-    return arrow_type, [held]
 
 
 # ---- export --------------------------------------------------------------------------------------
@@ -108,7 +46,7 @@ def _one_chunk(col: ArrowColumn) -> Any:
 
 def cuda_array_interface(col: ArrowColumn) -> dict[str, Any]:
     """The ``__cuda_array_interface__`` (v3) of a one-chunk fixed-width column on a GPU."""
-    from ..cuda import runtime
+    from ..gpu import runtime
 
     if col.device.type not in ("cuda", "cuda_managed"):
         raise AttributeError(f"a column on {col.device.type} has no __cuda_array_interface__: call to_device() first")
@@ -130,7 +68,7 @@ def cuda_array_interface(col: ArrowColumn) -> dict[str, Any]:
 
 def _mask(col: ArrowColumn, held: Any) -> Any:
     """Validity as CAI wants it: one byte per row, a view-producing object (a copy of the bits)."""
-    from ..cuda import runtime
+    from ..gpu import runtime
 
     cp = runtime.cupy()
     first, end = held.offset // 8, (held.offset + held.length + 7) // 8
@@ -143,7 +81,7 @@ def _mask(col: ArrowColumn, held: Any) -> Any:
 
 def cupy_view(col: ArrowColumn) -> Any:
     """A CuPy array over the column's data (zero-copy; keeps the column alive)."""
-    from ..cuda import runtime
+    from ..gpu import runtime
 
     cp = runtime.cupy()
     cai = cuda_array_interface(col)
@@ -156,7 +94,7 @@ def cupy_view(col: ArrowColumn) -> Any:
 def to_cupy(col: ArrowColumn) -> Any:
     """The column as a CuPy array: zero-copy for fixed-width data, an unpacking copy for bool.
     Refuses columns with nulls (there is no slot for validity in a plain array)."""
-    from ..cuda import runtime
+    from ..gpu import runtime
 
     if col.null_count:
         raise ValueError(f"the column has {col.null_count} nulls: a CuPy array cannot hold them")
@@ -191,7 +129,7 @@ def dlpack(col: ArrowColumn, stream: Any = None, **kwargs: Any) -> Any:
     if col.device.is_cpu_readable:
         _chunked.wait_for_producers(col)
         return _numpy_view(col).__dlpack__(stream=stream, **kwargs)
-    from ..cuda import runtime
+    from ..gpu import runtime
 
     view = cupy_view(col)  # its stream field already waits on the column's events
     with runtime.stream_for(col.device.id):

@@ -2,7 +2,7 @@
 
 Adapters translate; they own nothing. Everything here goes through the PyCapsule protocols, so
 the PyArrow objects share arrowdev's buffers and keep its containers alive. Functions take a column
-(its public API and :mod:`arrowdev._chunked`); those that make new data return held arrays, which
+(its public API and :mod:`arrowdev.core.chunks`); those that make new data return held arrays, which
 column.py wraps.
 
 PyArrow has no type for two Arrow formats, ``tiM`` (interval[months]) and ``tiD``
@@ -19,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .. import _chunked
-from .._from_arrow import read_arrow
-from ..types import DataType
+from ..core import chunks as _chunked
+from ..core.from_arrow import read_arrow
+from ..core.layout import LAYOUTS
+from ..core.types import DataType
 
 if TYPE_CHECKING:
-    from .._chunked import ColumnCore as ArrowColumn  # an ArrowColumn: its public API and its core
+    from ..core.chunks import ColumnCore as ArrowColumn  # an ArrowColumn: its public API and its core
 
-_STAND_INS = {"tiM": "i", "tiD": "w:8"}  # same buffers, a format PyArrow knows
+# formats PyArrow cannot import -> one of the same buffers that it can (core/layout.py's table says which)
+_STAND_INS = dict(layout.pyarrow_stand_in for layout in LAYOUTS.values() if layout.pyarrow_stand_in)
 
 
 def needs_stand_in(dtype: DataType) -> bool:
@@ -61,7 +63,7 @@ def to_chunked_array(col: ArrowColumn) -> pa.ChunkedArray:
 def to_storage_chunked_array(col: ArrowColumn) -> pa.ChunkedArray:
     """The column as a ``pyarrow.ChunkedArray`` of its stand-in type (zero-copy for CPU data):
     the column's own type where PyArrow knows it."""
-    from .._to_arrow import stream_capsule
+    from ..core.to_arrow import stream_capsule
 
     dtype = stand_in(col.type)
     if dtype is col.type:

@@ -10,8 +10,8 @@
 [1.0, 3.0, 6.0, 4.0, 8.0]
 """
 
-from .compile_errors import UDFCompileError
+from .compile.compile_errors import UDFCompileError
 from .na import NA, NAType
-from .rolling import Rolling
+from .run.rolling import Rolling
 
 __all__ = ["NA", "NAType", "Rolling", "UDFCompileError"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
-__all__ = ["Kind", "KernelSpec", "NullMode", "Target", "UDFTraits", "function_key"]
+__all__ = ["UDF", "Kind", "KernelSpec", "NullMode", "Target", "UDFTraits", "function_key"]
 
 
 class _Named(str, Enum):
@@ -117,3 +117,23 @@ def function_key(f: Callable) -> tuple:
         except (ValueError, TypeError):
             cells.append(id(cell))
     return (f.__code__, f.__defaults__, tuple(cells))
+
+
+class UDF:
+    """A UDF with the keys its caches find it by, computed once per call and handed down (``apply`` ->
+    ``plan`` -> ``kernels`` -> ``probe`` -> ``cache``): ``key``, its identity in this process
+    (:func:`function_key`), and ``digest``, its identity on disk (``compile/cache.py`` computes it on
+    first use and keeps it here; None where the UDF cannot be cached on disk)."""
+
+    __slots__ = ("f", "key", "digest", "has_digest")
+
+    def __init__(self, f: Callable) -> None:
+        self.f = f
+        self.key = function_key(f)
+        self.digest: str | None = None
+        self.has_digest = False
+
+    @classmethod
+    def of(cls, f: Callable | UDF) -> UDF:
+        """``f`` itself when it is one already, else ``f`` identified."""
+        return f if isinstance(f, UDF) else cls(f)

@@ -2,7 +2,7 @@
 1, 2 or 4 rows per thread, plain / ld.global.cs / ld.global.cg loads, one row block per thread or a
 grid-stride loop, on int64 and float64 columns of 10^8 and 10^9 rows. Prints each kernel's CUDA-event
 median as a share of the device copy bandwidth and checks its bits against ``cupy.isin``. The figures
-behind docs/udf.md's choice of four rows per thread and streaming loads (arrowdev.udf.codegen.BALLOT_ROWS).
+behind docs/udf.md's choice of four rows per thread and streaming loads (arrowdev.udf.compile.codegen.BALLOT_ROWS).
 
     bash .gpu-wheels/run.sh python3 benchmarks/probes/ballot_rows_per_thread.py
 """

@@ -114,7 +114,7 @@ def profile_in_process(gtbl) -> None:
         for _ in range(5):
             fn()
         print(f"in process: {name} {(time.perf_counter() - t0) / 5 * 1e3:.2f} ms", flush=True)
-    from arrowdev import _serialize
+    from arrowdev.serialize import frames as _serialize
 
     runtime = ad.cuda.runtime
     read_many, reads = runtime.read_many, []

@@ -24,7 +24,8 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev import _chunked, _serialize, layout  # noqa: E402
+from arrowdev.core import chunks as _chunked, layout
+from arrowdev.serialize import frames as _serialize  # noqa: E402
 from bench_dask import make_table  # noqa: E402
 
 

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import cupy as cp  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev.cuda import staging  # noqa: E402
+from arrowdev.gpu import staging  # noqa: E402
 from bench_transfer import interleaved_seconds, make_table, print_against_ceiling, table_bytes  # noqa: E402
 
 DMA_PIECE = 64 << 20

@@ -28,7 +28,7 @@ import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev.cuda import staging  # noqa: E402
+from arrowdev.gpu import staging  # noqa: E402
 from bench_transfer import make_table, table_bytes  # noqa: E402
 
 SOURCE = r"""

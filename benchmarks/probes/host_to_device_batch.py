@@ -23,7 +23,7 @@ import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev.cuda import runtime  # noqa: E402
+from arrowdev.gpu import runtime  # noqa: E402
 from bench_transfer import (interleaved_seconds, make_table, print_against_ceiling,  # noqa: E402
                             table_bytes)
 

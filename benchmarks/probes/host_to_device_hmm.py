@@ -28,7 +28,7 @@ import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev.cuda import runtime  # noqa: E402
+from arrowdev.gpu import runtime  # noqa: E402
 
 _COPY = cp.RawKernel(r"""
 extern "C" __global__ void copy16(const uint4* src, uint4* dst, unsigned long long n) {

@@ -25,7 +25,7 @@ import cupy as cp  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev.cuda import memory, staging  # noqa: E402
+from arrowdev.gpu import memory, staging  # noqa: E402
 from bench_transfer import (interleaved_seconds, make_table, print_against_ceiling,  # noqa: E402
                             table_bytes)
 

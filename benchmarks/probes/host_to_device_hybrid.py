@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import cupy as cp  # noqa: E402
 
-from arrowdev.cuda import staging  # noqa: E402
+from arrowdev.gpu import staging  # noqa: E402
 from host_to_device_register import PAGE, report, setup  # noqa: E402
 
 rt = cp.cuda.runtime

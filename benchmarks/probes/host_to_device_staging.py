@@ -2,7 +2,7 @@
 each a wall-clock median of 5: one pinned->device memcpy (the ceiling), the driver's own staging from
 pageable memory, memmove into pinned memory alone with 1-16 threads, staging into one pinned buffer as
 large as the copy (8 or 16 threads, 2-32 MiB pieces), a ring of pinned slots refilled by worker threads
-(the design of arrowdev/cuda/staging.py), and cudaHostRegister of the source. The figures behind
+(the design of arrowdev/gpu/staging.py), and cudaHostRegister of the source. The figures behind
 docs/device.md.
 
     bash .gpu-wheels/run.sh python3 benchmarks/probes/host_to_device_staging.py

@@ -13,12 +13,13 @@ import cupy as cp
 import numpy as np
 
 import arrowdev as ad
-from arrowdev import _chunked
-from arrowdev.cuda import memory, runtime
-from arrowdev.udf import launch, plan as udf_plan
-from arrowdev.udf.inputs import Input
-from arrowdev.udf.memory import Memory
-from arrowdev.udf.output import ChunkOutput
+from arrowdev.core import chunks as _chunked
+from arrowdev.gpu import memory, runtime
+from arrowdev.udf.run import launch
+from arrowdev.udf.run import plan as udf_plan
+from arrowdev.udf.run.inputs import Input
+from arrowdev.udf.run.buffers import Memory
+from arrowdev.udf.run.output import ChunkOutput
 from arrowdev.udf.spec import Target
 
 

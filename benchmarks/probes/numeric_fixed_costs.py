@@ -12,7 +12,7 @@ import cProfile, os, pstats, statistics, time
 import cupy as cp
 
 import arrowdev as ad
-from arrowdev.udf import launch as udf_launch
+from arrowdev.udf.run import launch as udf_launch
 
 stream = ad.cuda.runtime.stream_for(0)
 kernel_events = []

@@ -1,5 +1,5 @@
 """Probe (GPU): ``to_device()`` of bench_transfer's table under several staging settings (worker threads,
-piece size, ring slots of arrowdev/cuda/staging.py) against the pinned memcpy of the same bytes, in one
+piece size, ring slots of arrowdev/gpu/staging.py) against the pinned memcpy of the same bytes, in one
 process. The settings take turns round after round (``--rounds``), so a change in the host's load slows them
 alike; each figure is the median of its rounds. The figures behind staging.py's constants.
 
@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cupy as cp  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev.cuda import staging  # noqa: E402
+from arrowdev.gpu import staging  # noqa: E402
 from bench_transfer import interleaved_seconds, make_table, table_bytes  # noqa: E402
 
 SETTINGS = [(12, 4, 24), (16, 4, 24), (16, 4, 32), (16, 8, 16), (14, 4, 28), (16, 2, 48), (8, 8, 16)]

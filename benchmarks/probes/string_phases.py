@@ -22,7 +22,7 @@ from bench_string_udf import NEW_STRINGS, READ_ONLY, gpu_median, make_strings  #
 
 def phase_timers(cp):
     """Wraps the phases of a string UDF's run with a device sync and a wall-clock timer each."""
-    from arrowdev.udf import execute, output, string_results
+    from arrowdev.udf.run import execute, output, string_results
 
     spent: dict[str, list[float]] = {}
 

@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import cupy as cp  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
-from arrowdev.cuda import staging, transfer  # noqa: E402
+from arrowdev.gpu import staging
+from arrowdev.cuda import transfer  # noqa: E402
 from bench_transfer import make_table, table_bytes  # noqa: E402
 
 spent: dict[str, float] = {}

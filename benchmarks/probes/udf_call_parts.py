@@ -11,14 +11,16 @@ import cupy as cp
 import numpy as np
 
 import arrowdev as ad
-from arrowdev import _capsules, _chunked
-from arrowdev.cuda import memory as cuda_memory, runtime
-from arrowdev.udf import chunks, launch, plan as udf_plan, prepared_calls
-from arrowdev.udf.apply import run_chunk
-from arrowdev.udf.execute import run_plan
-from arrowdev.udf.inputs import Input
-from arrowdev.udf.memory import Memory
-from arrowdev.udf.output import ChunkOutput
+from arrowdev import _capsules
+from arrowdev.core import chunks as _chunked
+from arrowdev.gpu import memory as cuda_memory, runtime
+from arrowdev.udf.run import segments as chunks, launch, prepared_calls
+from arrowdev.udf.run import plan as udf_plan
+from arrowdev.udf.run.apply import run_chunk
+from arrowdev.udf.run.execute import run_plan
+from arrowdev.udf.run.inputs import Input
+from arrowdev.udf.run.buffers import Memory
+from arrowdev.udf.run.output import ChunkOutput
 from arrowdev.udf.spec import Target
 
 

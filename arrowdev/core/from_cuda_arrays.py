@@ -1,0 +1,76 @@
+"""Import from CuPy, numba and PyTorch arrays: ``__cuda_array_interface__`` (v3) and DLPack producers.
+
+A 1-D contiguous device array becomes a one-chunk array over the same memory, which keeps the source
+object alive. The CAI ``stream`` becomes the array's sync event (an event recorded on that stream), and
+a CAI ``mask`` becomes the validity bitmap (a packing copy, as is a bool array's data: Arrow stores bits,
+the array stores bytes). Strided or multi-dimensional input is refused with a message that says how to
+make it contiguous. The export side (views of a column for these libraries) is
+:mod:`arrowdev.interop.cuda_arrays`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _capsules
+from .types import DataType
+
+__all__ = ["from_cuda_array_interface", "from_dlpack"]
+
+
+def from_dlpack(obj: Any) -> tuple[DataType, list[Any]]:
+    """A DLPack producer on a device, through CuPy (zero-copy; CPU tensors are read through NumPy by
+    :mod:`.from_arrow`)."""
+    from ..gpu import runtime
+
+    return from_cuda_array_interface(runtime.cupy().from_dlpack(obj))
+
+
+def _packed_bits(cp: Any, bools: Any) -> Any:
+    return cp.packbits(bools.astype(cp.bool_), bitorder="little")
+
+
+def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
+    """A ``__cuda_array_interface__`` producer as (type, [held array]), zero-copy."""
+    from ..gpu import runtime
+
+    cp = runtime.cupy()
+    cai = obj.__cuda_array_interface__
+    shape, dtype = tuple(cai["shape"]), np.dtype(cai["typestr"])
+    if len(shape) != 1:
+        raise ValueError(f"expected a 1-D array, got shape {shape}: reshape or ravel it first")
+    n = shape[0]
+    strides = cai.get("strides")
+    if strides is not None and n > 1 and tuple(strides) != (dtype.itemsize,):
+        raise ValueError(f"expected a contiguous array, got strides {tuple(strides)} for itemsize "
+                         f"{dtype.itemsize}: make a contiguous copy first (cupy.ascontiguousarray)")
+    address = cai["data"][0]
+    kind, device_id = runtime.pointer_device(address) if address else ("cuda", cp.cuda.Device().id)
+    device_code = {"cuda": 2, "cuda_managed": 13, "cuda_host": 3}.get(kind, 2)
+    keep: list[Any] = [obj]
+    event = None
+    if cai.get("stream") is not None:  # the data is ready once this stream's work is done
+        producer = runtime.external_stream(cai["stream"], device_id)
+        event = runtime.SyncEvent(producer, device_id)
+        keep.append(event)
+    with cp.cuda.Device(device_id):
+        validity, null_count = 0, 0
+        mask = cai.get("mask")
+        if mask is not None:
+            valid = cp.asarray(mask)
+            bitmap = _packed_bits(cp, valid)
+            validity, null_count = bitmap.data.ptr, int(n - int(cp.count_nonzero(valid)))
+            keep.append(bitmap)
+        if dtype == np.bool_:
+            unowned = cp.cuda.UnownedMemory(address, n, obj, device_id)
+            bits = _packed_bits(cp, cp.ndarray(n, cp.bool_, cp.cuda.MemoryPointer(unowned, 0)))
+            address = bits.data.ptr
+            keep.append(bits)
+    import pyarrow as pa
+
+    arrow_type = DataType.from_arrow(pa.from_numpy_dtype(dtype))
+    held = _capsules.build(arrow_type, n, null_count, 0, [validity, address], [], device_type=device_code,
+                           device_id=device_id, keepalive=keep, sync_event=event.address if event else None)
+    return arrow_type, [held]

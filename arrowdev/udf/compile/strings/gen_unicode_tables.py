@@ -1,0 +1,163 @@
+"""Generates the Unicode tables of string UDFs for the Unicode version of the Python that runs it: for each
+character predicate of Python's ``str``, the code point ranges where it holds, and the full case mappings of
+``upper`` / ``lower`` / ``title``, computed with that Python's own ``str`` methods (so compiled code agrees
+with it). One file per Unicode version, ``unicode_data/ucd_<major>_<minor>_<micro>.py``; the running Python
+picks its own at import (:mod:`.unicode_tables`). It needs only the standard library, so every Python runs it
+from a checkout without building arrowdev::
+
+    python3.10 -I arrowdev/udf/compile/strings/gen_unicode_tables.py           # writes ucd_13_0_0.py
+    python3.13 -I arrowdev/udf/compile/strings/gen_unicode_tables.py --check   # compares ucd_15_1_0.py with str
+
+(``-I`` keeps the script's folder off ``sys.path``: its ``types.py`` would shadow the standard library's.)
+
+Each file records the generator's version and the Python and Unicode versions it came from.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Callable
+
+# bumped when the generated content changes meaning (a new table, a new predicate definition)
+GENERATOR_VERSION = 2
+
+# per-character definitions, exactly as CPython's str methods see one character
+PREDICATES: dict[str, Callable[[str], bool]] = {
+    "ALPHA": str.isalpha, "ALNUM": str.isalnum, "DECIMAL": str.isdecimal, "DIGIT": str.isdigit,
+    "NUMERIC": str.isnumeric, "SPACE": str.isspace, "UPPER": str.isupper, "LOWER": str.islower,
+    "TITLE": lambda ch: ch.istitle() and not ch.isupper(),  # titlecase letters (CPython's ISTITLE)
+    # Unicode's Cased: lowercase, uppercase or titlecase (what str.title / capitalize track)
+    "CASED": lambda ch: ch.islower() or ch.isupper() or ch.istitle(),
+    "CASE_IGNORABLE": lambda ch: _case_ignorable(ch),
+}
+
+# full case mappings of one character (a character may map to up to three: 'ß'.upper() == 'SS')
+MAPPINGS: dict[str, Callable[[str], str]] = {"UPPER_MAP": str.upper, "LOWER_MAP": str.lower,
+                                             "TITLE_MAP": str.title}
+
+DATA_DIR = Path(__file__).with_name("unicode_data")
+
+
+def module_name(unicode_version: str) -> str:
+    """The table module's name for a Unicode version: '15.1.0' -> 'ucd_15_1_0'."""
+    return "ucd_" + unicode_version.replace(".", "_")
+
+
+def _final_sigma(text: str, index: int) -> bool:
+    """Whether the capital sigma at ``index`` of ``text`` (a position that lowering does not move)
+    lowers to the final form."""
+    return text.lower()[index] == "\u03c2"
+
+
+def _case_ignorable(ch: str) -> bool:
+    """Unicode's Case_Ignorable, read off CPython's final-sigma rule (str exposes no predicate for it):
+    a capital sigma after 'A' and ``ch`` is final when ``ch`` is skipped (ignorable) or is cased; a
+    capital sigma after 'A' and followed by ``ch`` is final when ``ch`` is skipped or is not cased."""
+    if PREDICATES["CASED"](ch):
+        return _final_sigma("A\u03a3" + ch, 1)
+    return _final_sigma("A" + ch + "\u03a3", -1)
+
+
+def _scalar_values() -> range:
+    return range(0x110000)
+
+
+def mapping(function: Callable[[str], str]) -> list[int]:
+    """Flat (code, m1, m2, m3) rows, sorted by code, for every character ``function`` changes; unused
+    slots are 0."""
+    out: list[int] = []
+    for code in _scalar_values():
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        mapped = function(chr(code))
+        if mapped != chr(code):
+            values = [ord(m) for m in mapped]
+            assert len(values) <= 3, (code, mapped)
+            out += [code, *values, *[0] * (3 - len(values))]
+    return out
+
+
+def ranges(predicate: Callable[[str], bool]) -> list[tuple[int, int]]:
+    """Inclusive (first, last) code point ranges where ``predicate(chr(c))`` holds (surrogates skipped)."""
+    out: list[tuple[int, int]] = []
+    start = None
+    for code in range(0x110000 + 1):
+        holds = code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF and predicate(chr(code))
+        if holds and start is None:
+            start = code
+        elif not holds and start is not None:
+            out.append((start, code - 1))
+            start = None
+    return out
+
+
+def tables() -> dict[str, object]:
+    """Every table for the running Python, by name, with its version fields (what a generated file holds)."""
+    out: dict[str, object] = {"GENERATOR_VERSION": GENERATOR_VERSION, "PYTHON_VERSION": platform.python_version(),
+                              "UNICODE_VERSION": unicodedata.unidata_version}
+    for name, predicate in PREDICATES.items():
+        out[name] = tuple(value for pair in ranges(predicate) for value in pair)
+    for name, function in MAPPINGS.items():
+        out[name] = tuple(mapping(function))
+    return out
+
+
+def source(generated: dict[str, object]) -> str:
+    """The Python source of a table module."""
+    lines = [
+        '"""Generated by arrowdev/udf/compile/strings/gen_unicode_tables.py: do not edit.',
+        "",
+        "Code point ranges (first, last, inclusive) where each per-character str predicate holds, and full case",
+        "mappings as flat (code, m1, m2, m3) rows sorted by code (0: no further code point).",
+        '"""',
+        "",
+    ]
+    for name, value in generated.items():
+        if isinstance(value, tuple):
+            lines.append(f"{name} = ({','.join(f'{v:#x}' for v in value)},)")
+        else:
+            lines.append(f"{name} = {value!r}")
+    return "\n".join(lines) + "\n"
+
+
+def disagreements(namespace: dict[str, object]) -> list[str]:
+    """Code points where a table module's contents differ from the running Python's ``str`` (read
+    directly, every code point, without the range-building code above)."""
+    found: list[str] = []
+    for name, predicate in PREDICATES.items():
+        holds = bytearray(0x110000)
+        flat = namespace[name]
+        assert isinstance(flat, tuple)
+        for first, last in zip(flat[::2], flat[1::2]):
+            holds[first:last + 1] = b"\x01" * (last - first + 1)
+        found += [f"{name} U+{c:04X}" for c in _scalar_values()
+                  if not 0xD800 <= c <= 0xDFFF and bool(holds[c]) != bool(predicate(chr(c)))][:5]
+    for name, function in MAPPINGS.items():
+        flat = namespace[name]
+        assert isinstance(flat, tuple)
+        rows = {flat[i]: "".join(chr(m) for m in flat[i + 1:i + 4] if m) for i in range(0, len(flat), 4)}
+        found += [f"{name} U+{c:04X}" for c in _scalar_values()
+                  if not 0xD800 <= c <= 0xDFFF and rows.get(c, chr(c)) != function(chr(c))][:5]
+    return found
+
+
+def main(argv: list[str]) -> int:
+    target = DATA_DIR / f"{module_name(unicodedata.unidata_version)}.py"
+    if "--check" in argv:
+        namespace: dict[str, object] = {}
+        exec(compile(target.read_text(), target.name, "exec"), namespace)
+        wrong = disagreements(namespace)
+        print(f"{target.name} against Python {platform.python_version()}'s str: "
+              f"{'OK' if not wrong else 'DIFFERS: ' + ', '.join(wrong)}", file=sys.stderr)
+        return 1 if wrong else 0
+    target.write_text(source(tables()))
+    print(f"wrote {target.name}: Unicode {unicodedata.unidata_version} from Python {platform.python_version()}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,89 @@
+"""Running one chunk: the kernel launched over the inputs in place, over bounded ranges of rows where it makes
+strings or writes per-row flags (so that its working set stays bounded whatever the chunk's length), again
+while a range's string arena overflows; then its output assembled. On a GPU every launch waits on the inputs'
+sync events and the output carries an event recorded after the last kernel, like every other arrowdev device
+array. docs/udf.md ("Memory") says what a call holds at its peak and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.types import DataType
+from ...gpu import runtime
+from ..compile import codegen
+from ..spec import Kind, NullMode
+from . import string_results as results
+from .buffers import Memory
+from .inputs import Input
+from .output import ChunkOutput
+from .plan import Plan
+from .validity import merge_validity
+
+__all__ = ["WORKING_SET", "batch_rows", "run_plan"]
+
+# Bytes of scratch one range of rows may take beside the output (arena, pairs, flags): the fixed working set
+# of docs/udf.md's memory bound. Ranges are multiples of 1024 rows (bitmaps and ballot words line up).
+WORKING_SET = 192 << 20
+_ALIGN = 1024
+
+
+def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, Any]:
+    """Launches ``plan``'s kernel over one aligned set of input chunks; returns (output type, held output)."""
+    n = inputs[0].held.length
+    nullable = [x for x in inputs if x.has_validity]
+    if mem.gpu:
+        runtime.wait_on_events(mem.stream, [x.held.sync_event for x in inputs])
+    share = plan.spec.null_mode == NullMode.PROPAGATE and len(nullable) == 1 and not plan.spec.flags
+    rows = batch_rows(plan, inputs, mem, n)
+    output = ChunkOutput(mem, plan, n, nullable[0].held.offset % 8 if share else 0, rows)
+    output.scratch.append([x.held for x in inputs])
+    arena = None
+    for start in range(0, n, rows) if n else [0]:
+        b = min(rows, n - start)
+        arena = _launch(plan, inputs, mem, output, start, b, arena)
+        output.add_batch(start, b)
+    output.assemble_values()
+    merge_validity(output, nullable, share)
+    return output.arrow_type, output.finish()
+
+
+def _strings_in(inputs: list[Input]) -> int:
+    return max(sum(x.kind.is_string for x in inputs), 1)
+
+
+def batch_rows(plan: Plan, inputs: list[Input], mem: Memory, n: int) -> int:
+    """Rows per launch: all of them where the kernel needs no scratch per row (its output is sized exactly),
+    else as many as ``WORKING_SET`` holds: the arena a row took last time (a first guess before), the
+    pairs and offsets of new strings, the flags."""
+    spec = plan.spec
+    if not (spec.arena or spec.flags or spec.null_mode == NullMode.AWARE):
+        return max(n, 1)
+    per_row = 1 + (24 if plan.string_out else 0)
+    if spec.arena:
+        learned = results.bytes_per_row((plan.kernel, mem.device))
+        per_row += learned * 1.125 if learned is not None else results.initial_capacity(None, 1, 32 * _strings_in(inputs))
+    rows = int(WORKING_SET // per_row) // _ALIGN * _ALIGN
+    return max(min(rows, n), _ALIGN if n > _ALIGN else max(n, 1))
+
+
+def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, start: int, b: int,
+            reuse: Any) -> Any:
+    """Launches the kernel over rows [start, start + b) once, or (string arena) until the arena held
+    everything; returns the arena (``reuse``: the last range's, taken again when large enough)."""
+    input_args: list[Any] = []
+    for x in inputs:
+        input_args.extend(x.kernel_args(mem, b, start))
+    values, flags = output.batch_buffers(start, b)
+    rows_per_thread = codegen.BALLOT_ROWS if plan.spec.out == Kind.BALLOT else 1
+
+    def launch(arena: Any) -> None:
+        args = [output.pad, values, flags, np.int64(arena.state_address if arena else 0), *input_args]
+        mem.launch(plan.kernel, b, args, rows_per_thread)
+
+    if not plan.spec.arena:
+        launch(None)
+        return None
+    return results.launch_with_arena((plan.kernel, mem.device), launch, mem, b, 32 * b * _strings_in(inputs),
+                                     plan.allocates, reuse)

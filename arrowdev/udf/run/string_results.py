@@ -1,0 +1,413 @@
+"""String results of UDFs, host side: the arena a launch allocates managed strings from (and its sizing
+policy), the re-run when it overflows, and the Arrow string array made from what the kernel stored (the
+gather kernel). Outside ``strings/``, which holds the numba extensions compiled code uses.
+
+Lifecycle of one chunk (docs/strings.md has the picture):
+
+1. An ``Arena``: ``capacity`` bytes from arrowdev's pool and its state (base, capacity, claimed, unused).
+   The capacity is a guess: what this kernel needed per row last time, else twice the input bytes plus
+   96 bytes per row.
+2. The kernel runs; every new string claims a MemInfo block with one atomic add (``managed.py``).
+3. The host reads the claimed count. Past the capacity, some strings came back empty: the arena is dropped
+   and the launch re-run with one as large as the count says (more if that was not enough, at most
+   ``MAX_RUNS`` runs, then ``MemoryError``). Nothing is ever truncated.
+4. Materialisation. ``string`` / ``large_string``: sizes, a scan into offsets, a gather of each row's
+   bytes into one data buffer (switching to ``large_string`` when the data passes 2^31 - 1 bytes); the
+   arena goes back to the pool as soon as the gather is queued, in stream order (the pool hands the block
+   only to work queued after the gather on the same stream), before the output is returned.
+   ``string_view``: the kernel wrote the views itself, pointing into the arena, which becomes the array's variadic buffers (2 GiB windows) and lives
+   as long as the array: its release frees the arena and every MemInfo in it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+from ...core.types import DataType
+from ..compile.strings.meminfo_layout import (ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS,
+                                              ArenaWord, MemInfo)
+
+MAX_RUNS = 6
+WINDOW = 1 << 31  # string_view buffer offsets are int32
+STRING_LIMIT = 2**31 - 1  # most data bytes a `string` (int32 offsets) holds; past it the output is large_string
+_bytes_per_row: dict[Any, float] = {}
+_stats_lock = threading.Lock()
+_stats = {"arenas_live": 0, "arena_bytes_live": 0, "meminfos_made": 0, "meminfos_released": 0, "reruns": 0}
+check_meminfos = False  # tests: walk every arena after its launch (counts MemInfos, checks NRT's counts)
+# Benchmarks only: allocate each new string with NRT's MemInfo_alloc (device malloc), the cuDF design, instead
+# of the arena. NRT frees each string when its count reaches zero inside the kernel, so the output's bytes
+# are not valid: it measures the allocation pattern, nothing else. CUDA only.
+device_malloc_for_benchmarks = False
+
+
+class ArenaOverflowError(MemoryError):
+    """The UDF kept needing more arena than the last run had, ``MAX_RUNS`` times."""
+
+
+def managed_string_stats() -> dict[str, int]:
+    """Live arenas and their bytes, MemInfos made and released (counted when ``check_meminfos`` is on),
+    and launches re-run because an arena overflowed."""
+    with _stats_lock:
+        return dict(_stats)
+
+
+def _count(**changes: int) -> None:
+    with _stats_lock:
+        for key, change in changes.items():
+            _stats[key] += change
+
+
+class Arena:
+    """``capacity`` bytes for one launch's managed strings, and the state the kernel allocates through."""
+
+    def __init__(self, mem: Any, capacity: int) -> None:
+        self.mem, self.capacity, self.meminfos = mem, capacity, 0
+        _, self.base, self._bytes = mem.new(max(capacity, 1), np.uint8)
+        allocator = ALLOCATOR_DEVICE_MALLOC if device_malloc_for_benchmarks and mem.gpu else ALLOCATOR_ARENA
+        state = np.zeros(STATE_WORDS, dtype=np.int64)
+        state[[ArenaWord.BASE, ArenaWord.CAPACITY, ArenaWord.CLAIMED, ArenaWord.ALLOCATOR]] = [self.base, capacity, 0,
+                                                                                          allocator]
+        self.state = _on(mem, state)
+        self.state_address = _address(mem, self.state)
+        _count(arenas_live=1, arena_bytes_live=capacity)
+
+    def reset(self) -> None:
+        """Empties the arena for the next launch (queued in stream order, after the work reading it)."""
+        if self.mem.gpu:
+            with self.mem.on_device():
+                self.state[ArenaWord.CLAIMED] = 0
+        else:
+            self.state[ArenaWord.CLAIMED] = 0
+
+    def claimed(self) -> int:
+        """Bytes the launch asked for (waits for the launch)."""
+        return _scalar(self.mem, self.state, ArenaWord.CLAIMED)
+
+    def check_meminfos(self, used: int) -> None:
+        """Walks the blocks: every MemInfo must be back at a count of one, the arena's own reference, so
+        NRT's increfs and decrefs balanced. Raises ``AssertionError`` naming the first that did not."""
+        raw = _host_bytes(self.mem, self.base, used)
+        at, walked = 0, 0
+        while at < used:
+            header = raw[at:at + HEADER].view(np.int64)
+            refct, size = int(header[MemInfo.REFCT]), int(header[MemInfo.SIZE])
+            if refct != 1:
+                raise AssertionError(f"MemInfo at arena offset {at} has reference count {refct}, expected 1")
+            at += HEADER + ((size + 7) & ~7)
+            walked += 1
+        self.meminfos += walked  # an arena reused by the next batch counts each launch's once
+        _count(meminfos_made=walked)
+
+    def __del__(self) -> None:
+        _count(arenas_live=-1, arena_bytes_live=-self.capacity, meminfos_released=self.meminfos)
+
+
+def _on(mem: Any, values: np.ndarray) -> Any:
+    """``values`` on the chunk's device (a CuPy array on a GPU, the NumPy array itself on the CPU)."""
+    if not mem.gpu:
+        return values
+    with mem.on_device():
+        return mem.cp.asarray(values)
+
+
+def _scalar(mem: Any, array: Any, index: int) -> int:
+    """``array[index]`` on the host, after the chunk's stream has run up to here."""
+    if not mem.gpu:
+        return int(array[index])
+    return int(array[index:index + 1].get(stream=mem.stream)[0])
+
+
+def _address(mem: Any, array: Any) -> int:
+    return array.data.ptr if mem.gpu else array.ctypes.data
+
+
+def _host_bytes(mem: Any, address: int, nbytes: int) -> np.ndarray:
+    if not mem.gpu:
+        return np.frombuffer(ctypes.string_at(address, nbytes), dtype=np.uint8)
+    out = np.empty(nbytes, dtype=np.uint8)
+    mem.stream.synchronize()
+    mem.cp.cuda.runtime.memcpy(out.ctypes.data, address, nbytes, mem.cp.cuda.runtime.memcpyDeviceToHost)
+    return out
+
+
+def initial_capacity(key: Any, n: int, input_bytes: int) -> int:
+    per_row = _bytes_per_row.get(key)
+    if per_row is None:
+        return 2 * input_bytes + 96 * n
+    return int(per_row * n * 1.125) + 4096
+
+
+def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int, allocates: bool,
+                      reuse: Arena | None = None) -> Arena:
+    """Runs ``launch(arena)`` until the arena held everything; returns that arena. ``reuse``: the arena of
+    the batch before, taken again (its strings are no longer needed: work queued after theirs overwrites
+    them) when it is large enough."""
+    capacity = initial_capacity(key, n, input_bytes) if allocates else 0
+    for run in range(MAX_RUNS):
+        if reuse is not None and reuse.capacity >= capacity:
+            arena, reuse = reuse, None
+            arena.reset()
+        else:
+            arena = Arena(mem, capacity)
+        launch(arena)
+        claimed = arena.claimed() if allocates else 0
+        if claimed <= arena.capacity:
+            if allocates and n and not device_malloc_for_benchmarks:
+                _bytes_per_row[key] = claimed / n
+            if check_meminfos:
+                arena.check_meminfos(claimed)
+            return arena
+        _count(reruns=1)
+        capacity = max(claimed + claimed // 8, 2 * arena.capacity)
+    raise ArenaOverflowError(f"a string UDF kept outgrowing its arena ({capacity} bytes after {MAX_RUNS} runs): "
+                             "expected it to make the same strings each time it runs")
+
+
+def bytes_per_row(key: Any) -> float | None:
+    """Arena bytes a row of this kernel claimed in its last launch (None before its first)."""
+    return _bytes_per_row.get(key)
+
+
+class StringSink:
+    """One chunk's string output, built from the kernel's (address, size) pairs one batch of rows at a time:
+    each batch's bytes are gathered to the data's end while its arena is still alive, so the arena can be
+    reused by the next batch. ``string`` / ``large_string``: offsets (int32, widened to int64 when the data
+    passes 2^31 - 1 bytes) and one data buffer; ``string_view``: views, with strings of more than 12 bytes
+    in data buffers of at most 2 GiB. A chunk of one batch gets exact buffers from the pool; one of several
+    a data buffer that grows in place (``Memory.growable``): never the data twice."""
+
+    def __init__(self, mem: Any, n: int, string_type: str, batches: int) -> None:
+        self.mem, self.n, self.string_type, self.batches = mem, n, string_type, batches
+        self.views = string_type == "string_view"
+        self.large = string_type == "large_string"
+        if self.views:
+            self.out, _, self.out_keep = mem.new(4 * n, np.int32)
+        else:
+            self.out, _, self.out_keep = mem.new(n + 1, np.int64 if self.large else np.int32)
+            self._set(self.out, 0, 0)
+        self.total = 0  # data bytes so far (string_view: in the current data buffer)
+        self.buffers: list[tuple[int, Any]] = []  # (address, owner) of each data buffer
+        self.used: list[int] = []  # bytes of each data buffer in use
+
+    def add(self, pairs: Any, start: int, b: int) -> None:
+        """Rows [start, start + b), whose pairs are the first ``2 * b`` of ``pairs`` (their strings still alive)."""
+        mem, xp = self.mem, self.mem.cp if self.mem.gpu else np
+        with mem.on_device():
+            kept = _as_array(mem, pairs)[:2 * b]
+            sizes = kept[1::2] if not self.views else kept[1::2] * (kept[1::2] > 12)  # inline views keep none
+            batch = xp.zeros(b + 1, dtype=np.int64)
+            xp.cumsum(sizes, out=batch[1:])
+        nbytes = _scalar(mem, batch, b)
+        data = self._room(nbytes)
+        _gather(mem, b, pairs, batch, data + self.total)
+        if self.views:
+            _views(mem, b, pairs, batch, mem.part(self.out, 4 * start, 4 * b), len(self.buffers) - 1, self.total)
+        else:
+            self._offsets(batch, start, b)
+        self.total += nbytes
+        self.used[-1] = self.total
+
+    def _room(self, nbytes: int) -> int:
+        """The address of the data buffer the next ``nbytes`` go to, made or grown for them."""
+        if self.views and nbytes > WINDOW - 1:
+            raise MemoryError(f"a batch of a string_view UDF output made {nbytes} bytes of strings, more than one "
+                              "2 GiB data buffer holds: return string or large_string (string_type=)")
+        if not self.views and not self.large and self.total + nbytes > STRING_LIMIT:
+            self._widen()
+        if not self.buffers or (self.views and self.total + nbytes > WINDOW - 1):
+            self.total = 0
+            self.used.append(0)
+            if self.batches == 1:  # the whole chunk at once: the exact size
+                _, address, keep = self.mem.new(max(nbytes, 1), np.uint8)
+                self.buffers.append((address, keep))
+                return address
+            self.buffers.append((0, self.mem.growable(WINDOW if self.views else self._reserve())))
+        grows = self.buffers[-1][1]
+        if hasattr(grows, "grow_to"):
+            grows.grow_to(max(self.total + nbytes, 1))
+            self.buffers[-1] = (grows.ptr, grows)
+        return self.buffers[-1][0]
+
+    def _reserve(self) -> int:
+        """Device addresses to reserve for a data buffer: the GPU's memory (more could not be mapped)."""
+        if not self.mem.gpu:
+            return 0
+        with self.mem.cp.cuda.Device(self.mem.device.id):
+            return int(self.mem.cp.cuda.runtime.memGetInfo()[1])
+
+    def _widen(self) -> None:
+        """The data passes what int32 offsets address: the offsets so far become int64 (large_string)."""
+        wide, _, keep = self.mem.new(self.n + 1, np.int64)
+        with self.mem.on_device():
+            _as_array(self.mem, wide)[:self.n + 1] = _as_array(self.mem, self.out)[:self.n + 1]
+        self.out, self.out_keep, self.large = wide, keep, True
+
+    def _offsets(self, batch: Any, start: int, b: int) -> None:
+        with self.mem.on_device():
+            target = _as_array(self.mem, self.out)
+            target[start + 1:start + b + 1] = batch[1:] + self.total
+
+    def _set(self, array: Any, index: int, value: int) -> None:
+        with self.mem.on_device():
+            _as_array(self.mem, array)[index] = value
+
+    def finish(self, keep: list[Any]) -> tuple[DataType, list[int]]:
+        """(Arrow type, buffers after the validity); appends what the array holds on to to ``keep``."""
+        import pyarrow as pa
+
+        if not self.buffers:  # no rows: an empty data buffer
+            self._room(0)
+        keep += [self.out_keep, *(owner for _, owner in self.buffers)]
+        out = _address(self.mem, _as_array(self.mem, self.out))
+        if self.views:
+            sizes = _on(self.mem, np.array(self.used, dtype=np.int64))
+            keep.append(sizes)
+            return DataType.from_arrow(pa.string_view()), [out, *(a for a, _ in self.buffers), _address(self.mem, sizes)]
+        return DataType.from_arrow(pa.large_string() if self.large else pa.string()), [out, self.buffers[0][0]]
+
+
+def _as_array(mem: Any, kernel_array: Any) -> Any:
+    return mem.cp.asarray(kernel_array) if mem.gpu else kernel_array
+
+
+# Both copy the bytes the offsets give each row (a row of string_view output kept inline gets none).
+# CPU: a loop of rows, each row's bytes copied eight at a time (``strings/words.py``: whole aligned words,
+# the first and last of a row byte by byte where they share a word with the rows beside it).
+_GATHER_CPU = """
+def gather(n, pairs, offsets, data_address):
+    for i in range(n):
+        size = offsets[i + 1] - offsets[i]  # the pair's size, or 0 for a row the offsets give no bytes
+        view = make_view(pairs[2 * i], size)
+        w = writer_at(data_address + offsets[i], size)
+        k = 0
+        while k < size:
+            step = min(8, size - k)
+            w = write_bytes(w, load_bytes(view, k, step), step)
+            k += step
+        write_finish(w)
+"""
+# CUDA: a warp per 32 rows, whose bytes are one contiguous range of the data buffer. Each lane assembles
+# whole aligned 8-byte words of that range (lane k the words k, k + 32, ...) from the rows they overlap (a
+# binary search of the warp's offsets in shared memory), so every store is a full word and a warp's stores
+# are contiguous: a thread per row storing its own bytes made most stores partial words, byte by byte where
+# rows meet, and was bound by L2 store transactions. Only the range's first and last word, shared with the
+# warps beside it, are stored byte by byte.
+_GATHER_CUDA = """
+def gather(n, pairs, offsets, data_address):
+    i = cuda.grid(1)
+    lane = i & 31
+    first = i - lane
+    if first < n:
+        warp = cuda.threadIdx.x >> 5
+        starts = cuda.shared.array((WARPS, 33), np.int64)
+        sources = cuda.shared.array((WARPS, 32), np.int64)
+        rows = min(32, n - first)
+        if lane < rows:
+            starts[warp, lane] = offsets[first + lane]
+            sources[warp, lane] = pairs[2 * (first + lane)]
+        if lane == 0:
+            starts[warp, rows] = offsets[first + rows]  # where the warp's last row ends
+        cuda.syncwarp()
+        begin = data_address + starts[warp, 0]
+        end = data_address + starts[warp, rows]
+        word = (begin & ~7) + 8 * lane
+        while word < end:
+            p = max(word, begin) - data_address
+            stop = min(word + 8, end) - data_address
+            low, high = 0, rows
+            while high - low > 1:  # the row holding byte p: the last whose start is <= p
+                middle = (low + high) >> 1
+                if starts[warp, middle] <= p:
+                    low = middle
+                else:
+                    high = middle
+            value = 0
+            shift = p + data_address - word
+            at = p
+            while at < stop:
+                while starts[warp, low + 1] <= at:  # rows that end before this byte (empty ones)
+                    low += 1
+                take = min(stop, starts[warp, low + 1]) - at
+                piece = load_bytes(make_view(sources[warp, low] + at - starts[warp, low], take), 0, take)
+                value |= piece << (8 * (at - p + shift))
+                at += take
+            count = stop - p
+            w = writer_at(data_address + p, count)
+            write_finish(write_bytes(w, value >> (8 * shift), count))
+            word += 256
+"""
+_GATHER_SOURCE = {"cpu": _GATHER_CPU, "cuda": _GATHER_CUDA}
+
+# string_view views from the kernel's pairs, after the gather put strings of more than 12 bytes at `base` +
+# their offset in data buffer `buffer`: a view is the size, then the bytes themselves (12 at most) or their
+# first four, the buffer and the offset (int32 each; the words are made signed before they are stored).
+_VIEWS_BODY = """
+        size = pairs[2 * i + 1]
+        source = make_view(pairs[2 * i], size)
+        low = load_bytes(source, 0, min(size, 8)) if size > 0 else 0
+        views[4 * i] = size
+        views[4 * i + 1] = ((low & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+        if size <= 12:
+            high = load_bytes(source, 8, size - 8) if size > 8 else 0
+            views[4 * i + 2] = (((low >> 32) & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+            views[4 * i + 3] = ((high & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+        else:
+            views[4 * i + 2] = buffer
+            views[4 * i + 3] = base + offsets[i]
+"""
+_VIEWS_SOURCE = {
+    "cpu": "def make_views(n, pairs, offsets, views, buffer, base):\n    for i in range(n):" + _VIEWS_BODY,
+    "cuda": "def make_views(n, pairs, offsets, views, buffer, base):\n    i = cuda.grid(1)\n    if i < n:" + _VIEWS_BODY,
+}
+
+_kernels: dict[tuple[str, str], Any] = {}
+
+
+def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> Any:
+    """The compiled kernel ``entry`` of ``sources`` for the target (the same for every UDF: compiled once
+    per process, kept on disk)."""
+    from ..compile import cache
+    from ..compile.strings import intrinsics
+    from .launch import THREADS
+
+    target = "cuda" if gpu else "cpu"
+    if (name, target) not in _kernels:
+        namespace = dict(intrinsics()[target])
+        namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
+        if gpu:
+            from numba import cuda
+
+            namespace.update(cuda=cuda, np=np, WARPS=THREADS // 32)
+            compiler = cuda.jit
+        else:
+            import numba
+
+            compiler = numba.njit
+        exec(compile(sources[target], f"<arrowdev {name}>", "exec"), namespace)
+        kernel = compiler(namespace[entry])
+        kernel._cache = cache.KernelCache(cache.fixed_key((name, target)), target)
+        _kernels[(name, target)] = kernel
+    return _kernels[(name, target)]
+
+
+def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int) -> None:
+    """Copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time."""
+    gather = _fixed_kernel("string gather", _GATHER_SOURCE, "gather", mem.gpu)
+    if mem.gpu:
+        mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address)])
+    else:
+        gather(n, pairs, offsets, np.int64(data_address))
+
+
+def _views(mem: Any, n: int, pairs: Any, offsets: Any, views: Any, buffer: int, base: int) -> None:
+    """Writes the string_view views of ``n`` rows (see ``_VIEWS_BODY``)."""
+    make_views = _fixed_kernel("string views", _VIEWS_SOURCE, "make_views", mem.gpu)
+    if mem.gpu:
+        offsets = mem.view(offsets.data.ptr, n + 1, np.int64, offsets)
+        mem.launch(make_views, n, [pairs, offsets, views, np.int64(buffer), np.int64(base)])
+    else:
+        make_views(n, pairs, offsets, views, np.int64(buffer), np.int64(base))

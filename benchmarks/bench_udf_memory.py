@@ -1,0 +1,169 @@
+"""Peak device memory of one UDF call against the output it makes, for arrowdev and libcudf, same data, one
+process, and the time of each.
+
+    python3 benchmarks/bench_udf_memory.py [--rows 1e8] [--runs 3] [--json]
+
+The column: ``--rows`` strings ``"ab1" + a number`` (4 to 13 bytes, as docs/strings.md's memory table), in
+one chunk on the GPU. Per UDF (``s.upper()``, ``s + "!"``, ``s.replace("1", "<>")``, the chain
+``s.upper().replace("AB", "<>") + "!"``, ``len(s)``, and a null-aware numeric UDF): arrowdev's peak is
+``ad.cuda.memory_stats()["peak_bytes"]`` during the call minus the bytes in use before it, with CuPy's own
+allocations routed through arrowdev's accounted buffers for the whole run (so CuPy temporaries count too), and
+the GPU's own view (``cudaMemGetInfo``) as a check: ``device peak`` is the most the driver reported in use
+above the start, sampled after the call (a lower bound of the true peak). libcudf's peak (where cuDF is
+importable) is RMM's ``StatisticsResourceAdaptor`` over the current resource during the same operation done
+by libcudf's own kernels (``str.upper()``, ``+``, ``str.replace``, the three calls, ``str.len()``).
+Output bytes are the result's buffers (``ArrowColumn.nbytes``; cuDF: ``memory_usage()``). The bound arrowdev
+keeps (docs/udf.md): peak <= 1.25 x output + 256 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import arrowdev as ad
+import record
+
+BOUND_FIXED = 256 << 20
+UDFS: dict[str, Callable[..., Any]] = {
+    "upper": lambda s: s.upper(),
+    "concat": lambda s: s + "!",
+    "replace": lambda s: s.replace("1", "<>"),
+    "chain": lambda s: s.upper().replace("AB", "<>") + "!",
+    "len": lambda s: len(s),
+}
+
+
+def make_strings(rows: int) -> pa.Array:
+    """``"ab1"`` + a random number below 10^10 (4 to 13 bytes), made by PyArrow's kernels (fast at 10^9)."""
+    numbers = pa.array(np.random.default_rng(0).integers(0, 10**10, rows))
+    return pc.binary_join_element_wise("ab1", pc.cast(numbers, pa.string()), "")
+
+
+def route_cupy_through_arrowdev() -> None:
+    """CuPy's allocations come from arrowdev's accounted buffers (they count in ``peak_bytes``)."""
+    from arrowdev.gpu import memory
+
+    import cupy
+
+    cupy.cuda.set_allocator(memory.accounted_malloc)
+
+
+def arrowdev_peak(col: Any, f: Callable[..., Any], runs: int, **options: Any) -> dict[str, Any]:
+    """Peak above what was in use, output bytes and the median wall time of ``col.apply(f)``."""
+    import cupy
+
+    col[:1000].apply(f, **options)  # compile, outside the measurement
+    peaks, times, device, out_bytes = [], [], [], 0
+    for _ in range(runs):
+        cupy.cuda.Device().synchronize()
+        before = ad.cuda.memory_stats()["bytes_in_use"]
+        free_before = cupy.cuda.runtime.memGetInfo()[0]
+        ad.cuda.reset_peak()
+        t0 = time.perf_counter()
+        out = col.apply(f, **options)
+        cupy.cuda.Device().synchronize()
+        times.append(time.perf_counter() - t0)
+        peaks.append(ad.cuda.memory_stats()["peak_bytes"] - before)
+        device.append(free_before - cupy.cuda.runtime.memGetInfo()[0])
+        out_bytes = out.nbytes
+        del out
+    return {"peak": max(peaks), "device_after": max(device), "output": out_bytes, "ms": statistics.median(times) * 1e3}
+
+
+CUDF_OPS: dict[str, Callable[[Any], Any]] = {
+    "upper": lambda s: s.str.upper(),
+    "concat": lambda s: s + "!",
+    "replace": lambda s: s.str.replace("1", "<>"),
+    "chain": lambda s: s.str.upper().str.replace("AB", "<>") + "!",
+    "len": lambda s: s.str.len(),
+}
+
+
+def cudf_peak(series: Any, name: str, runs: int) -> dict[str, Any] | None:
+    """RMM's peak during libcudf's operation, its output bytes and median wall time; None without cuDF."""
+    if series is None or name not in CUDF_OPS:
+        return None
+    import cupy
+    import rmm
+
+    upstream = rmm.mr.get_current_device_resource()
+    peaks, times, out_bytes = [], [], 0
+    CUDF_OPS[name](series)  # warm-up
+    for _ in range(runs):
+        stats = rmm.mr.StatisticsResourceAdaptor(upstream)
+        rmm.mr.set_current_device_resource(stats)
+        try:
+            cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            out = CUDF_OPS[name](series)
+            cupy.cuda.Device().synchronize()
+            times.append(time.perf_counter() - t0)
+            peaks.append(stats.allocation_counts["peak_bytes"])
+            out_bytes = int(out.memory_usage())
+            del out
+        finally:
+            rmm.mr.set_current_device_resource(upstream)
+    return {"peak": max(peaks), "output": out_bytes, "ms": statistics.median(times) * 1e3}
+
+
+def cudf_series(host: pa.Array) -> Any:
+    try:
+        import cudf
+    except ImportError:
+        print("cuDF is not importable here: libcudf's columns are left empty")
+        return None
+    return cudf.Series.from_arrow(host)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=float, default=1e8)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--udfs", nargs="*", default=[*UDFS, "null-aware"])
+    record.add_json_option(parser, "bench_udf_memory")
+    args = parser.parse_args()
+    rows = int(args.rows)
+    host = make_strings(rows)
+    series = cudf_series(host)
+    route_cupy_through_arrowdev()
+    col = ad.column(host).to_device()
+    del host
+    print(f"{rows:.0e} strings, {col.nbytes / 1e9:.2f} GB on the GPU ({ad.cuda.memory_stats()['bytes_in_use'] / 1e9:.2f}"
+          " GB in use)")
+    print(f"{'udf':>10s} {'output GB':>9s} {'peak GB':>8s} {'peak/out':>8s} {'bound':>5s} {'dev GB':>6s} {'ms':>8s} "
+          f"{'cudf peak':>9s} {'cudf/out':>8s} {'cudf ms':>8s} {'cudf/ad peak':>12s}")
+    out_rows = []
+    for name in args.udfs:
+        if name == "null-aware":
+            numbers = ad.column(pa.array(np.where(np.arange(rows) % 5 == 0, np.nan, np.arange(rows, dtype=np.float64)),
+                                         from_pandas=True)).to_device()
+            mine = arrowdev_peak(numbers, lambda x: -1.0 if x is ad.NA else x * 2, args.runs, null_aware=True)
+            del numbers
+        else:
+            mine = arrowdev_peak(col, UDFS[name], args.runs)
+        theirs = cudf_peak(series, name, args.runs)
+        within = mine["peak"] <= 1.25 * mine["output"] + BOUND_FIXED
+        cells = (f"{theirs['peak'] / 1e9:9.2f} {theirs['peak'] / theirs['output']:7.2f}x {theirs['ms']:8.1f} "
+                 f"{theirs['peak'] / max(mine['peak'], 1):11.2f}x" if theirs else "")
+        print(f"{name:>10s} {mine['output'] / 1e9:9.2f} {mine['peak'] / 1e9:8.2f} {mine['peak'] / mine['output']:7.2f}x "
+              f"{'yes' if within else 'NO':>5s} {mine['device_after'] / 1e9:6.2f} {mine['ms']:8.1f} {cells}")
+        out_rows.append({"udf": name, "rows": rows, "output_bytes": mine["output"], "peak_bytes": mine["peak"],
+                         "ms": mine["ms"], "within_bound": within,
+                         "libcudf_peak_bytes": theirs["peak"] if theirs else None,
+                         "libcudf_output_bytes": theirs["output"] if theirs else None,
+                         "libcudf_ms": theirs["ms"] if theirs else None})
+    import cupy
+
+    machine = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    record.write(args.json, "bench_udf_memory", machine, out_rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""Memory a UDF call takes (docs/udf.md "Memory"): ranges of rows bounded by a working set, string outputs
+built range by range into buffers that grow in place, UDFs on a GPU over host data larger than it, and a
+clear MemoryError (nothing leaked) when even the bounded working set does not fit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import arrowdev as ad
+from arrowdev.streaming import range_rows
+from arrowdev.udf.run import execute
+
+UDFS = {
+    "upper": (lambda s: s.upper(), lambda a: pa.array([None if v is None else v.upper() for v in a.to_pylist()])),
+    "chain": (lambda s: s.upper().replace("AB", "<>") + "!",
+              lambda a: pa.array([None if v is None else v.upper().replace("AB", "<>") + "!" for v in a.to_pylist()])),
+    "replace": (lambda s: s.replace("1", "<>"),
+                lambda a: pa.array([None if v is None else v.replace("1", "<>") for v in a.to_pylist()])),
+}
+
+
+def strings(n: int, nulls: bool = True) -> pa.Array:
+    numbers = pa.array(np.random.default_rng(1).integers(0, 10**12, n))
+    text = pc.binary_join_element_wise("ab1", pc.cast(numbers, pa.string()), "")
+    if nulls:
+        text = pc.if_else(pa.array(np.arange(n) % 11 == 5), pa.nulls(n, pa.string()), text)
+    return text
+
+
+@pytest.fixture
+def small_ranges(monkeypatch):
+    """Ranges of about 1024-3072 rows: every chunk of a few thousand rows takes several launches."""
+    monkeypatch.setattr(execute, "WORKING_SET", 64 << 10)
+
+
+def test_range_sizes_follow_the_working_set_and_stay_aligned():
+    class Spec:  # a plan's spec for a UDF making strings (arena, flags)
+        arena, flags, null_mode = True, True, "none"
+
+    class Plan:
+        spec, string_out, kernel = Spec(), "string", object()
+
+    from arrowdev.udf.run.buffers import Memory
+    from arrowdev.core.types import Device
+
+    mem = Memory(Device.cpu())
+    rows = execute.batch_rows(Plan(), [], mem, 10**9)
+    assert rows % 1024 == 0 and 0 < rows * 25 <= execute.WORKING_SET
+    assert execute.batch_rows(Plan(), [], mem, 100) == 100  # a small chunk is one launch
+
+    class Numeric(Plan):
+        class spec:  # noqa: N801
+            arena, flags, null_mode = False, False, "none"
+
+    assert execute.batch_rows(Numeric(), [], mem, 10**9) == 10**9  # exact outputs: no ranges needed
+
+
+def test_ranges_of_streamed_calls_hold_three_ranges_in_the_room():
+    assert range_rows(10**6, 8.0, 1 << 30) == 10**6
+    rows = range_rows(10**9, 8.0, 1 << 30)
+    assert rows % 1024 == 0 and 3 * rows * 8 * 2.25 <= 1 << 30 < 3 * (rows + 1024) * 8 * 2.25 * 1.01
+    assert range_rows(10**9, 1e9, 1 << 20) == 1024  # never fewer than 1024 rows
+
+
+@pytest.mark.parametrize("string_type", ["string", "large_string", "string_view"])
+@pytest.mark.parametrize("name", sorted(UDFS))
+def test_string_outputs_built_over_many_ranges_equal_python(small_ranges, name, string_type):
+    pytest.importorskip("numba")
+    source = strings(5000)
+    f, expected = UDFS[name]
+    out = ad.column(source).apply(f, string_type=string_type)
+    assert str(out.type) == string_type and out.num_chunks == 1
+    assert out.to_pylist() == expected(source).to_pylist()
+    pa.array(out).validate(full=True)
+
+
+def test_null_aware_and_failing_rows_over_many_ranges(small_ranges):
+    pytest.importorskip("numba")
+    source = strings(5000)
+    col = ad.column(source)
+    lengths = col.apply(lambda s: -1 if s is ad.NA else len(s), null_aware=True)
+    assert lengths.to_pylist() == [-1 if v is None else len(v) for v in source.to_pylist()]
+    parsed = col.apply(lambda s: int(s[3:]) if s[-1:] != "7" else int("x"))  # rows ending in 7 fail: null
+    assert parsed.to_pylist() == [None if v is None or v.endswith("7") else int(v[3:]) for v in source.to_pylist()]
+    assert parsed.null_count == sum(v is None or v.endswith("7") for v in source.to_pylist())
+
+
+def test_a_string_udf_on_the_cpu_stays_within_the_bound():
+    """Peak resident memory growth during one call, in a fresh process: at most 1.25 x the output plus the
+    working set (the code before ranges took 7-16x the output here)."""
+    pytest.importorskip("numba")
+    script = textwrap.dedent("""
+        import threading, time, numpy as np, pyarrow as pa, pyarrow.compute as pc, arrowdev as ad
+        from arrowdev.udf.run import execute
+        execute.WORKING_SET = 16 << 20
+        n = 3_000_000
+        text = pc.binary_join_element_wise("ab1", pc.cast(pa.array(np.arange(n) * 7919), pa.string()), "")
+        col = ad.column(text)
+        f = lambda s: s.upper().replace("AB", "<>") + "!"
+        col[:2000].apply(f)
+        def rss():
+            return int(open("/proc/self/statm").read().split()[1]) * 4096
+        peak, done = [rss()], [False]
+        def watch():
+            while not done[0]:
+                peak[0] = max(peak[0], rss()); time.sleep(0.001)
+        before = rss(); t = threading.Thread(target=watch); t.start()
+        out = col.apply(f)
+        done[0] = True; t.join(); peak[0] = max(peak[0], rss())
+        print(peak[0] - before, out.nbytes)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    growth, output = map(int, done.stdout.split())
+    assert growth <= 1.25 * output + (48 << 20), (growth, output)
+
+
+# ---- GPU ------------------------------------------------------------------------------------------
+
+
+def _bound(output: int) -> float:
+    return 1.25 * output + (256 << 20)
+
+
+def _peak_of(call):
+    """(result, peak bytes above those in use before) with CuPy's allocations counted too."""
+    import cupy
+
+    from arrowdev.gpu import memory
+
+    cupy.cuda.set_allocator(memory.accounted_malloc)
+    try:
+        cupy.cuda.Device().synchronize()
+        before = ad.cuda.memory_stats()["bytes_in_use"]
+        ad.cuda.reset_peak()
+        out = call()
+        cupy.cuda.Device().synchronize()
+        return out, ad.cuda.memory_stats()["peak_bytes"] - before
+    finally:
+        cupy.cuda.set_allocator(None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("string_type", ["string", "large_string", "string_view"])
+def test_gpu_string_outputs_over_many_ranges_equal_python(small_ranges, string_type):
+    source = strings(20000)
+    for f, expected in UDFS.values():
+        out = ad.column(source).to_device().apply(f, string_type=string_type)
+        assert out.to_pylist() == expected(source).to_pylist()
+
+
+@pytest.mark.gpu
+def test_gpu_chained_udf_at_1e8_rows_stays_within_the_bound():
+    source = strings(10**8, nulls=False)
+    col = ad.column(source).to_device()
+    f, expected = UDFS["chain"]
+    col[:1000].apply(f)
+    out, peak = _peak_of(lambda: col.apply(f))
+    assert peak <= _bound(out.nbytes), (peak, out.nbytes)
+    for start in np.random.default_rng(2).integers(0, 10**8 - 50, 20).tolist():  # samples across the column
+        assert out[start:start + 50].to_pylist() == expected(source.slice(start, 50)).to_pylist()
+
+
+@pytest.mark.gpu
+def test_gpu_a_limit_below_the_old_need_still_completes():
+    """The code before ranges sized a string arena of 2 x the input + 96 bytes a row at once (about 1.1 GB
+    here, 7x the output): with a limit below that the call completes, within the bound."""
+    source = strings(10**7, nulls=False)
+    col = ad.column(source).to_device()
+    f, expected = UDFS["upper"]
+    col[:1000].apply(f)
+    in_use = ad.cuda.memory_stats()["bytes_in_use"]
+    ad.cuda.set_limit(in_use + (700 << 20))
+    try:
+        out = col.apply(f)
+    finally:
+        ad.cuda.set_limit(None)
+    assert out.to_pylist()[:5000] == expected(source.slice(0, 5000)).to_pylist()
+
+
+@pytest.mark.gpu
+def test_gpu_running_short_is_a_memory_error_that_leaks_nothing():
+    col = ad.column(strings(10**6)).to_device()
+    f, expected = UDFS["upper"]
+    col[:1000].apply(f)
+    in_use = ad.cuda.memory_stats()["bytes_in_use"]
+    with ad.debug.leak_check():
+        ad.cuda.set_limit(in_use + (1 << 20))
+        try:
+            with pytest.raises(MemoryError, match="limit"):
+                col.apply(f)
+        finally:
+            ad.cuda.set_limit(None)
+    assert col.apply(f).to_pylist()[:100] == expected(pa.array(col.to_pylist()[:100])).to_pylist()
+
+
+@pytest.mark.gpu
+def test_gpu_host_data_larger_than_the_limit_streams_through():
+    n = 4 * 10**7  # 320 MB of float64 in, 320 MB out; the limit allows about a quarter of it
+    host = ad.column(pa.array(np.arange(n, dtype=np.float64)))
+    f = lambda x: x * 2 + 1 if x > 100 else x - 1  # noqa: E731
+    host[:1000].apply(f, device="cuda")
+    ad.cuda.set_limit(ad.cuda.memory_stats()["bytes_in_use"] + (160 << 20))
+    try:
+        out = host.apply(f, device="cuda")
+    finally:
+        ad.cuda.set_limit(None)
+    assert out.device.is_cpu_readable and out.num_chunks > 1
+    values = np.asarray(pa.chunked_array(out).to_numpy())
+    x = np.arange(n, dtype=np.float64)
+    assert np.array_equal(values, np.where(x > 100, x * 2 + 1, x - 1))
+
+
+@pytest.mark.gpu
+def test_gpu_host_data_that_fits_leaves_its_result_on_the_gpu():
+    host = ad.column(pa.array(["ab", None, "c"]))
+    out = host.apply(lambda s: s.upper(), device=0)
+    assert out.device.type == "cuda" and out.to_pylist() == ["AB", None, "C"]
