@@ -4,11 +4,11 @@
  * (_type, a DataType), its chunks (_chunks, a list of CDeviceArray) and the per-chunk null counts
  * Python has computed (_nulls, or None), plus the address of the type's ArrowSchema, kept with the
  * type (the DataType keeps that schema alive, and we keep the DataType). Everything else about a
- * column is Python.
+ * column is Python. See py_column.h for the layer.
  *
  * What is native is the hot path of the exchange (benchmarks/bench_exchange.py), nothing more:
- * - column_from (py_import.c) makes a column of one chunk straight from an import, without
- *   running Python.
+ * - column_from makes a column of one chunk straight from an import (import_from, py_import.c),
+ *   without running Python.
  * - __arrow_c_device_array__ / __arrow_c_array__ with no requested schema and no keyword argument,
  *   for a column of one chunk whose exports already carry computed null counts (C6) and, for the
  *   CPU protocol, whose data the CPU can read now (CPU memory, no sync event), export in one call:
@@ -21,8 +21,9 @@
  */
 #include <stddef.h>
 
-#include "py_module.h"
-#include "schema.h"
+#include "py_array.h"
+#include "py_column.h"
+#include "py_types.h"
 
 #include <structmember.h>
 

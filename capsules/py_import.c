@@ -1,72 +1,24 @@
-/* arrowdev._capsules, imports: how a producer's arrays come in. hold (checks, then moves a struct
- * into a container), the module functions import_array, import_device_array, import_pair and
- * import_from, and schema_key (schema.c S2), by which the type cache (py_types.c) finds a parsed type again.
- *
- * Every import checks the tree before it moves it (C9, docs/architecture.md): on a bad tree nothing is moved,
- * the producer's capsule stays usable, and its destructor releases it as usual.
+/* arrowdev._capsules, imports: how a producer's arrays come in (see py_import.h for the layer). The
+ * module functions import_array, import_device_array, import_pair and import_from; every one holds
+ * what it imports through hold_fitting (py_array.c), which checks the tree before it moves it (C9):
+ * on a bad tree nothing is moved, the producer's capsule stays usable, and its destructor releases
+ * it as usual.
  */
 #include <string.h>
 
-#include "check.h"
+#include "py_array.h"
+#include "py_capsule.h"
+#include "py_column.h"
+#include "py_import.h"
+#include "py_types.h"
 #include "released.h"
-#include "py_module.h"
-#include "schema.h"
-
-/* 1 when the CPU may read the array's buffers now: CPU memory with no event to wait for. */
-static int host_readable(const struct ArrowDeviceArray* a) {
-  return a->device_type == ARROW_DEVICE_CPU && a->sync_event == NULL;
-}
-
-/* 0 when *src may be held: not released, a well-formed tree with sane device fields and, when
- * schema is given (already through schema_check), a tree that fits it; else -1 with
- * InvalidArrowError naming the problem (C9). */
-static int check_holdable(const struct ArrowDeviceArray* src, const struct ArrowSchema* schema) {
-  char err[1200];
-  if (ArrowArrayIsReleased(&src->array)) {
-    PyErr_SetString(InvalidArrowError, "the array was already consumed or released (release is NULL)");
-    return -1;
-  }
-  if (arrow_array_check(&src->array, err, sizeof err) != 0 || device_fields_check(src, err, sizeof err) != 0) {
-    PyErr_Format(InvalidArrowError, "malformed ArrowArray: %s", err);
-    return -1;
-  }
-  if (schema != NULL && check_against_schema(&src->array, schema, host_readable(src), err, sizeof err) != 0) {
-    PyErr_Format(InvalidArrowError, "array does not fit its schema: %s", err);
-    return -1;
-  }
-  return 0;
-}
-
-/* 0 when a producer's schema tree is well formed (check.c), else -1 with InvalidArrowError. */
-int check_schema_tree(const struct ArrowSchema* schema) {
-  char err[1200];
-  if (schema_check(schema, err, sizeof err) == 0) return 0;
-  PyErr_Format(InvalidArrowError, "malformed Arrow schema: %s", err);
-  return -1;
-}
-
-static PyObject* move_in(struct ArrowDeviceArray* src, PyObject* keepalive) {
-  Py_XINCREF(keepalive);
-  Container* c = container_move_from(src, keepalive);
-  if (c == NULL) {
-    Py_XDECREF(keepalive);
-    return PyErr_NoMemory();
-  }
-  return wrap_container(c, NULL, NULL);
-}
-
-/* Checks *src, then moves it into a new CDeviceArray; on a bad tree nothing is moved. */
-PyObject* hold(struct ArrowDeviceArray* src, PyObject* keepalive) {
-  return check_holdable(src, NULL) ? NULL : move_in(src, keepalive);
-}
 
 /* Holds the array in an arrow_device_array or arrow_array capsule (CPU data), checked against
  * schema when one is given; on a bad tree nothing is moved and the capsule stays usable. */
 static PyObject* import_capsule(PyObject* capsule, int device, const struct ArrowSchema* schema) {
   if (device) {
     struct ArrowDeviceArray* src = capsule_struct(capsule, "arrow_device_array");
-    if (src == NULL || check_holdable(src, schema)) return NULL;
-    return move_in(src, NULL);
+    return src != NULL ? hold_fitting(src, schema) : NULL;
   }
   struct ArrowArray* src = capsule_struct(capsule, "arrow_array");
   if (src == NULL) return NULL;
@@ -75,8 +27,7 @@ static PyObject* import_capsule(PyObject* capsule, int device, const struct Arro
   memcpy(&wrapped.array, src, sizeof *src);
   wrapped.device_type = ARROW_DEVICE_CPU;
   wrapped.device_id = -1;
-  if (check_holdable(&wrapped, schema)) return NULL;
-  PyObject* out = move_in(&wrapped, NULL);
+  PyObject* out = hold_fitting(&wrapped, schema);
   if (out != NULL) ArrowArrayMarkReleased(src); /* moved */
   return out;
 }
@@ -145,14 +96,6 @@ PyObject* import_pair(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
   return pair;
 }
 
-/* schema_key(capsule): bytes equal for two schema capsules exactly when their trees describe the
- * same type, names, nullability and metadata (schema.c S2); InvalidArrowError for a malformed tree. */
-PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
-  const struct ArrowSchema* schema = capsule_struct(capsule, "arrow_schema");
-  if (schema == NULL || check_schema_tree(schema)) return NULL;
-  return schema_key_bytes(schema);
-}
-
 /* Drops a reference with a pending exception set aside: the last reference to a producer's
  * capsule runs its destructor, which may be Python code (a ctypes producer) that must not run
  * with an exception set. */
@@ -167,14 +110,61 @@ static void decref_keeping_error(PyObject* obj) {
   PyErr_Restore(type, value, traceback);
 }
 
-/* import_from(obj, column_type=None): read_arrow's fast path (arrowdev/_from_arrow.py), the same
+/* ---- the protocol order ---------------------------------------------------------------------- */
+
+/* arrowdev's import protocols in order (a tuple of str): Python's, registered once
+ * (arrowdev/core/from_arrow.py, register_protocols). import_from takes its fast path only for an
+ * object whose first protocol is kFastProtocol, at index fast_at of the order (-1: none). */
+static const char kFastProtocol[] = "__arrow_c_device_array__";
+static PyObject* protocols;
+static Py_ssize_t fast_at = -1;
+
+PyObject* register_protocols(PyObject* module, PyObject* order) {
+  if (!PyTuple_CheckExact(order)) {
+    return PyErr_Format(PyExc_TypeError, "expected a tuple of protocol names, got %.200s", Py_TYPE(order)->tp_name);
+  }
+  Py_ssize_t found = -1;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(order); i++) {
+    PyObject* name = PyTuple_GET_ITEM(order, i);
+    if (!PyUnicode_Check(name)) {
+      return PyErr_Format(PyExc_TypeError, "expected protocol names (str), got %.200s at %zd",
+                          Py_TYPE(name)->tp_name, i);
+    }
+    if (found < 0 && PyUnicode_CompareWithASCIIString(name, kFastProtocol) == 0) found = i;
+  }
+  Py_XSETREF(protocols, Py_NewRef(order));
+  fast_at = found;
+  Py_RETURN_NONE;
+}
+
+/* 1 with the bound method in *method when obj's first protocol in the registered order is
+ * kFastProtocol; 0 with *method NULL when it is another one or obj has none (as hasattr: a failed
+ * lookup is cleared, and the caller's own steps say what obj is); -1 with RuntimeError when no order
+ * was registered. Nothing is called. */
+static int fast_protocol(PyObject* obj, PyObject** method) {
+  *method = NULL;
+  if (protocols == NULL) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "arrowdev.core.from_arrow has not registered the protocol order with the native core");
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < fast_at; i++) {
+    if (PyObject_HasAttr(obj, PyTuple_GET_ITEM(protocols, i))) return 0;
+  }
+  if (fast_at < 0) return 0;
+  *method = PyObject_GetAttr(obj, PyTuple_GET_ITEM(protocols, fast_at)); /* one lookup: "has it?" and the call */
+  if (*method == NULL) PyErr_Clear();
+  return *method != NULL;
+}
+
+/* import_from(obj, column_type=None): read_arrow's fast path (arrowdev/core/from_arrow.py), the same
  * steps for the commonest producer: an object (not a tuple or capsule) whose first protocol in
- * arrowdev's order is __arrow_c_device_array__, as PyArrow arrays and record batches are. Calls it
- * with no arguments, then imports the pair as import_pair does: (dtype, [held]), or with
- * column_type (ColumnCore or a subclass: ArrowColumn) a new column of that type over the one chunk
- * (py_column.c; Python runs only to parse a type not cached yet); else, when the method returned
- * no pair of a live schema capsule and an array, (None, what it returned) for the caller to go on
- * with. None when obj is not such an object: nothing was called. */
+ * arrowdev's order (register_protocols) is __arrow_c_device_array__, as PyArrow arrays and record
+ * batches are. Calls it with no arguments, then imports the pair as import_pair does: (dtype,
+ * [held]), or with column_type (ColumnCore or a subclass: ArrowColumn) a new column of that type
+ * over the one chunk (py_column.c; Python runs only to parse a type not cached yet); else, when the
+ * method returned no pair of a live schema capsule and an array, (None, what it returned) for the
+ * caller to go on with. None when obj is not such an object: nothing was called. */
 PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 1 && nargs != 2) {
     return PyErr_Format(PyExc_TypeError, "import_from expected 1 or 2 arguments, got %zd", nargs);
@@ -186,19 +176,11 @@ PyObject* import_from(PyObject* module, PyObject* const* args, Py_ssize_t nargs)
     }
     column_type = (PyTypeObject*)args[1];
   }
-  static PyObject *device_stream = NULL, *device_array = NULL;
-  if (device_stream == NULL) {
-    device_stream = PyUnicode_InternFromString("__arrow_c_device_stream__");
-    device_array = PyUnicode_InternFromString("__arrow_c_device_array__");
-    if (device_stream == NULL || device_array == NULL) return NULL;
-  }
   PyObject* obj = args[0];
-  if (PyTuple_Check(obj) || PyCapsule_CheckExact(obj) || PyObject_HasAttr(obj, device_stream)) Py_RETURN_NONE;
-  PyObject* method = PyObject_GetAttr(obj, device_array); /* one lookup for "has it?" and the call */
-  if (method == NULL) {
-    PyErr_Clear(); /* as hasattr: no such method, and the caller's own steps say what obj is */
-    Py_RETURN_NONE;
-  }
+  if (PyTuple_Check(obj) || PyCapsule_CheckExact(obj)) Py_RETURN_NONE;
+  PyObject* method;
+  int fast = fast_protocol(obj, &method);
+  if (fast <= 0) return fast < 0 ? NULL : Py_NewRef(Py_None);
   PyObject* exported = PyObject_CallNoArgs(method);
   Py_DECREF(method);
   if (exported == NULL) return NULL;

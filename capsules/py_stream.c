@@ -1,11 +1,14 @@
 /* arrowdev._capsules, streams: CArrayStream (an imported ArrowArrayStream / ArrowDeviceArrayStream, pulled
  * array by array with the GIL released around the producer's callbacks) and the module's import_stream and
- * export_stream functions. The exported streams themselves are stream.c. */
+ * export_stream functions. The exported streams themselves are stream.c. See py_stream.h for the layer. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "py_module.h"
+#include "container.h"
+#include "py_array.h"
+#include "py_capsule.h"
+#include "py_stream.h"
 #include "released.h"
 #include "stream.h"
 

@@ -1,5 +1,5 @@
 /* arrowdev._capsules, types: what the binding knows of arrowdev.types.DataType, the one cache of
- * parsed types, and build, which makes a typed array of arrowdev's own.
+ * parsed types, and the check of a producer's schema tree (see py_types.h for the layer).
  *
  * arrowdev.types registers its DataType class and its parser (an arrow_schema capsule -> a
  * DataType, nanoarrow parsing every node) once, at import (register_types). From then on the
@@ -13,10 +13,9 @@
  * program imports the same few types again and again), then a dict keyed by schema_key, bounded
  * (when full it starts over). It is the only cache of parsed types; Python keeps none.
  */
-#include <string.h>
-
 #include "check.h"
-#include "py_module.h"
+#include "py_capsule.h"
+#include "py_types.h"
 #include "released.h"
 #include "schema.h"
 
@@ -50,6 +49,13 @@ const struct ArrowSchema* type_schema(PyObject* dtype) {
   Py_XDECREF(address);
   if (schema == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "expected a DataType with a schema, got none");
   return schema;
+}
+
+int check_schema_tree(const struct ArrowSchema* schema) {
+  char err[1200];
+  if (schema_check(schema, err, sizeof err) == 0) return 0;
+  PyErr_Format(InvalidArrowError, "malformed Arrow schema: %s", err);
+  return -1;
 }
 
 /* ---- the type cache ------------------------------------------------------------------------ */
@@ -134,92 +140,26 @@ PyObject* type_cache_size(PyObject* module, PyObject* unused) {
   return PyLong_FromSsize_t(known_types != NULL ? PyDict_GET_SIZE(known_types) : 0);
 }
 
-/* ---- build --------------------------------------------------------------------------------- */
+/* ---- module functions on schemas ----------------------------------------------------------- */
 
-/* The addresses in a sequence of ints as a new C array (*n of them), or NULL with an exception. */
-static const void** addresses_of(PyObject* seq, Py_ssize_t* n) {
-  PyObject* fast = PySequence_Fast(seq, "expected a sequence of int buffer addresses");
-  if (fast == NULL) return NULL;
-  *n = PySequence_Fast_GET_SIZE(fast);
-  const void** addrs = calloc(*n > 0 ? (size_t)*n : 1, sizeof(void*));
-  if (addrs == NULL) PyErr_NoMemory();
-  for (Py_ssize_t i = 0; addrs != NULL && i < *n; i++) {
-    addrs[i] = PyLong_AsVoidPtr(PySequence_Fast_GET_ITEM(fast, i));
-    if (PyErr_Occurred()) {
-      free(addrs);
-      addrs = NULL;
-    }
-  }
-  Py_DECREF(fast);
-  return addrs;
+/* schema_key(capsule): bytes equal for two schema capsules exactly when their trees describe the
+ * same type, names, nullability and metadata (schema.c S2); InvalidArrowError for a malformed tree. */
+PyObject* schema_key_of(PyObject* module, PyObject* capsule) {
+  const struct ArrowSchema* schema = capsule_struct(capsule, "arrow_schema");
+  if (schema == NULL || check_schema_tree(schema)) return NULL;
+  return schema_key_bytes(schema);
 }
 
-/* The arguments of build that need no tree to be checked: ValueError / TypeError when wrong. */
-static int build_args_check(long long length, long long null_count, long long offset, PyObject* dictionary) {
-  if (length < 0 || offset < 0 || null_count < -1 || null_count > length) {
-    PyErr_Format(PyExc_ValueError,
-                 "expected length >= 0, offset >= 0 and -1 <= null_count <= length, got length %lld, offset %lld, "
-                 "null_count %lld", length, offset, null_count);
-    return -1;
-  }
-  if (dictionary != Py_None && !PyObject_TypeCheck(dictionary, &CDeviceArrayType)) {
-    PyErr_Format(PyExc_TypeError, "expected a CDeviceArray or None as dictionary, got %.200s", Py_TYPE(dictionary)->tp_name);
-    return -1;
-  }
-  return 0;
-}
-
-/* Makes the node, then checks it against the type before anyone sees it (buffer and child counts
- * per format, dictionary, null count, child lengths; no memory is read): 0, or -1 with the node
- * released and ValueError set. */
-static int build_checked(const struct ArrowSchema* schema, long long length, long long null_count, long long offset,
-                         Py_ssize_t n_buffers, const void** addrs, Py_ssize_t n_children, Container** kids,
-                         Container* dict, PyObject* keepalive, struct ArrowArray* out) {
-  Py_XINCREF(keepalive);
-  if (build_array(length, null_count, offset, n_buffers, addrs, n_children, kids, dict, keepalive, out)) {
-    Py_XDECREF(keepalive);
-    PyErr_NoMemory();
-    return -1;
-  }
-  char err[1200];
-  if (check_against_schema(out, schema, 0, err, sizeof err) == 0) return 0;
-  ArrowArrayReleaseIfLive(out); /* lets the keepalive go too */
-  PyErr_Format(PyExc_ValueError, "expected an array that fits its type '%.100s', got one that does not: %s",
-               schema->format, err);
-  return -1;
-}
-
-PyObject* build(PyObject* module, PyObject* args, PyObject* kwargs) {
-  static char* kwlist[] = {"dtype", "length", "null_count", "offset", "buffers", "children", "dictionary",
-                           "device_type", "device_id", "keepalive", "sync_event", NULL};
-  long long length, null_count, offset, device_id = -1;
-  int device_type = ARROW_DEVICE_CPU;
-  PyObject *dtype, *buffers, *children, *dictionary = Py_None, *keepalive = Py_None, *sync_event = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLLLOO|OiLOO", kwlist, &dtype, &length, &null_count, &offset,
-                                   &buffers, &children, &dictionary, &device_type, &device_id, &keepalive,
-                                   &sync_event)) {
-    return NULL;
-  }
+/* export_schema(dtype): a new arrow_schema capsule, a copy of a DataType's schema. */
+PyObject* export_schema(PyObject* module, PyObject* dtype) {
   const struct ArrowSchema* schema = type_schema(dtype);
-  if (schema == NULL || build_args_check(length, null_count, offset, dictionary)) return NULL;
-  void* event = sync_event == Py_None ? NULL : PyLong_AsVoidPtr(sync_event);
-  if (PyErr_Occurred()) return NULL;
-  Py_ssize_t n_buffers = 0, n_children = 0;
-  const void** addrs = addresses_of(buffers, &n_buffers);
-  Container** kids = addrs != NULL ? containers_of(children, &n_children) : NULL;
-  struct ArrowDeviceArray made;
-  memset(&made, 0, sizeof made);
-  Container* dict = dictionary == Py_None ? NULL : ((CDeviceArrayObject*)dictionary)->container;
-  int rc = kids != NULL ? build_checked(schema, length, null_count, offset, n_buffers, addrs, n_children, kids, dict,
-                                        keepalive == Py_None ? NULL : keepalive, &made.array)
-                        : -1;
-  free(addrs);
-  free(kids);
-  if (rc) return NULL;
-  made.device_type = device_type;
-  made.device_id = device_id;
-  made.sync_event = event;
-  PyObject* out = hold(&made, NULL);
-  if (out == NULL) ArrowArrayReleaseIfLive(&made.array);
-  return out != NULL ? with_type_of(out, dtype, schema) : NULL;
+  return schema != NULL ? schema_capsule_copy(schema) : NULL;
+}
+
+/* copy_schema(capsule): a deep copy of an arrow_schema capsule, its tree checked first. */
+PyObject* copy_schema(PyObject* module, PyObject* capsule) {
+  struct ArrowSchema* src = capsule_struct(capsule, "arrow_schema");
+  if (src == NULL) return NULL;
+  if (ArrowSchemaIsReleased(src)) return PyErr_Format(InvalidArrowError, "the schema capsule was already consumed");
+  return check_schema_tree(src) ? NULL : schema_capsule_copy(src);
 }

@@ -1,4 +1,4 @@
-"""Held arrays carry their type (capsules/py_module.c, py_types.c): ``_capsules.build`` takes a
+"""Held arrays carry their type (capsules/py_array.c, py_build.c): ``_capsules.build`` takes a
 DataType and checks the node it makes against it, exports need no schema from Python, and parsed
 types live in one cache, the native core's."""
 

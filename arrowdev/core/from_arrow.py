@@ -22,6 +22,7 @@ from .types import DataType, type_of_schema
 
 _PROTOCOLS = ("__arrow_c_device_stream__", "__arrow_c_device_array__", "__arrow_c_stream__",
               "__arrow_c_array__")
+_capsules.register_protocols(_PROTOCOLS)  # the one order: import_from (capsules/py_import.c) walks it too
 
 
 _KDL_CPU = 1  # DLPack's kDLCPU
