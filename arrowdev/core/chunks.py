@@ -3,7 +3,7 @@ them (null counts, reading memory after the producers' events, slicing, alignmen
 export), so that ``cuda/``, ``interop/``, ``udf/`` and ``_serialize`` never import ``column.py`` or
 ``table.py`` nor read their private state.
 
-A column's state lives in its native base, ``_capsules.ColumnCore`` (capsules/column.c): a type
+A column's state lives in its native base, ``_capsules.ColumnCore`` (capsules/py_column.c): a type
 (:class:`~arrowdev.core.types.DataType`), its chunks (a list of held arrays, ``CDeviceArray``) and, per
 chunk, the null count where known. Every function here takes such a *core* (an ``ArrowColumn`` is
 one); the few that make a new column make one of the core's own class, so this layer needs no import
