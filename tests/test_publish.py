@@ -137,6 +137,24 @@ def test_an_import_in_the_exporting_process_uses_its_own_buffers(fake, balanced)
     assert ad.cuda.lease_stats()["leases_granted"] == 0 and ad.cuda.lease_stats()["exports_lent"] == 0
 
 
+_SELF_IMPORTER = """
+import time, pyarrow as pa, arrowdev as ad
+col = fake_ipc.device_column(fake, pa.array([1.0, 2.0]))
+again = ad.import_ipc(col.export_ipc())   # a lease this process holds on its own export
+print(ad.cuda.lease_stats()["leases_granted"], flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_leases_a_process_holds_on_its_own_exports_do_not_hold_up_its_exit(fake, child, monkeypatch):
+    monkeypatch.setenv("ARROWDEV_IPC_EXIT_WAIT", "30")
+    process = child(_SELF_IMPORTER)
+    assert ask(process) == "1"
+    start = time.monotonic()
+    err = finish(process)
+    assert time.monotonic() - start < 10 and "BrokenLeaseWarning" not in err and process.returncode == 0
+
+
 def test_a_handle_whose_export_ended_is_refused_and_hold_keeps_it_open(fake, balanced):
     col = fake_ipc.device_column(fake, VALUES)
     handle = col.export_ipc()

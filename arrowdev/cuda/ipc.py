@@ -189,7 +189,7 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
 
 # ---- import ------------------------------------------------------------------------------------------
 
-_LOCAL = leases.Peer(os.getpid(), os.getuid(), "this process")
+_LOCAL = leases.Peer(os.getpid(), os.getuid(), "this process", local=True)
 _mappings_lock = threading.Lock()
 _mappings: weakref.WeakValueDictionary[tuple[str, int], _Mapping] = weakref.WeakValueDictionary()
 _imports: weakref.WeakSet[_Imported] = weakref.WeakSet()  # live imports with mapped memory (re-exports)

@@ -45,10 +45,13 @@ class Connection:
                 raise InvalidArrowError(f"the exporting process (pid {self.pid}) did not answer a lease request "
                                         f"at {self.address} ({e}): it has gone, or is stuck; the handle is stale") from None
         self._flush()
+        if not answer:
+            raise InvalidArrowError(f"the exporting process (pid {self.pid}) has gone: its lease connection "
+                                    f"closed; the handle is stale")
         words = answer.split(" ", 1)
         if words[0] == "OK" and len(words) == 2 and words[1].isdigit():
             return int(words[1])
-        reason = words[1] if len(words) == 2 else (answer or "the connection closed")
+        reason = words[1] if len(words) == 2 else answer
         raise InvalidArrowError(f"the exporting process (pid {self.pid}) refused a lease: {reason}")
 
     def send_later(self, line: bytes) -> None:

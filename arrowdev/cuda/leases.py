@@ -48,6 +48,7 @@ class Peer:
     pid: int
     uid: int
     label: str = ""
+    local: bool = False  # this process: its leases never hold up its exit
 
     def __str__(self) -> str:
         return self.label or f"pid {self.pid}"
@@ -102,6 +103,7 @@ class Registry:
         self._lease_export: dict[int, str] = {}
         self._lent_pins: dict[int, int] = {}  # pinned buffer -> lent exports pinning it (counted once)
         self._bytes_lent = 0
+        self._remote = 0  # leases held by other processes (what an exiting process waits for)
         self._closing = False
         self._idle = threading.Event()
         self._idle.set()
@@ -198,7 +200,9 @@ class Registry:
             lease_id = next(self._lease_ids)
             export.leases[lease_id] = peer
             self._lease_export[lease_id] = export_id
-            self._idle.clear()
+            if not peer.local:
+                self._remote += 1
+                self._idle.clear()
         return lease_id
 
     def release(self, lease_id: int, peer: Peer) -> bool:
@@ -209,6 +213,7 @@ class Registry:
             if export is None or export.leases.get(lease_id) is not peer:
                 return False
             del export.leases[lease_id], self._lease_export[lease_id]
+            self._remote -= not peer.local
         self._settle_outside([export.id])
         return True
 
@@ -219,6 +224,7 @@ class Registry:
                     if self._exports[export_id].leases.get(lease_id) is peer]
             for lease_id, export_id in mine:
                 del self._exports[export_id].leases[lease_id], self._lease_export[lease_id]
+            self._remote -= 0 if peer.local else len(mine)
         self._settle_outside(sorted({export_id for _, export_id in mine}))
         return len(mine)
 
@@ -242,13 +248,14 @@ class Registry:
             self._closing = True
 
     def wait_idle(self, timeout: float) -> bool:
-        """Waits until no lease is held, at most ``timeout`` seconds; True when none is."""
+        """Waits until other processes hold no lease, at most ``timeout`` seconds; True when they hold none."""
         return self._idle.wait(timeout)
 
     def live_leases(self) -> list[tuple[Export, int, Peer]]:
-        """(export, lease id, holder) of every lease held now."""
+        """(export, lease id, holder) of every lease other processes hold now."""
         with self._lock:
-            return [(e, lease_id, peer) for e in self._exports.values() for lease_id, peer in e.leases.items()]
+            return [(e, lease_id, peer) for e in self._exports.values() for lease_id, peer in e.leases.items()
+                    if not peer.local]
 
     def stats(self) -> dict[str, int]:
         """``exports`` open, ``exports_lent`` (their exporting object gone), ``leases_granted`` held now,
@@ -280,7 +287,7 @@ class Registry:
                     export.keep = None
                     del self._exports[export_id]
                 change += self._set_lent(export, not export.owner_alive and not export.ended)
-            if not self._lease_export:
+            if not self._remote:
                 self._idle.set()
         if change and self._on_lent is not None:
             self._on_lent(change)
