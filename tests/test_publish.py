@@ -231,7 +231,7 @@ def test_get_with_take_hands_the_table_over(fake, child, balanced):
     ad.cuda.publish("batch-7", fake_ipc.device_column(fake, VALUES), namespace="handover")
     getter = child(_GETTER, "batch-7", "handover", "take")
     assert ask(getter) == "4 1"
-    wait_for(lambda: ad.cuda.names("handover") == [])  # the publisher let go of the name and the table
+    assert ad.cuda.names("handover") == []  # the publisher let go of the name and the table before get returned
     assert ad.cuda.lease_stats()["exports_lent"] == 1
     finish(getter)
     wait_for(lambda: ad.cuda.lease_stats()["exports_lent"] == 0)

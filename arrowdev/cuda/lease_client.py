@@ -33,18 +33,23 @@ class Connection:
         self.leases = 0  # leases held or being asked for through this connection; it closes at 0
         self.sock: socket.socket | None = None  # connected by the first lease request
 
-    def lease(self, export_id: str) -> int:
-        """A lease id on ``export_id``; InvalidArrowError when the exporter refuses or has gone."""
+    def request(self, line: str) -> str:
+        """Sends ``line`` and returns the exporter's answer ("" when the connection closed)."""
         with self._lock:
             if self.sock is None:
                 self.sock = _connect(self.address, self.pid)
             try:
-                self.sock.sendall(f"LEASE {export_id}\n".encode("ascii"))
+                self.sock.sendall(line.encode("ascii"))
                 answer = _read_line(self.sock)
             except OSError as e:
-                raise InvalidArrowError(f"the exporting process (pid {self.pid}) did not answer a lease request "
-                                        f"at {self.address} ({e}): it has gone, or is stuck; the handle is stale") from None
+                raise InvalidArrowError(f"the exporting process (pid {self.pid}) did not answer at {self.address} "
+                                        f"({e}): it has gone, or is stuck; the handle is stale") from None
         self._flush()
+        return answer
+
+    def lease(self, export_id: str) -> int:
+        """A lease id on ``export_id``; InvalidArrowError when the exporter refuses or has gone."""
+        answer = self.request(f"LEASE {export_id}\n")
         if not answer:
             raise InvalidArrowError(f"the exporting process (pid {self.pid}) has gone: its lease connection "
                                     f"closed; the handle is stale")
@@ -184,14 +189,18 @@ def _let_go(conn: Connection, line: bytes | None) -> None:
         conn.send_later(line)
 
 
-def send(address: str, line: str) -> bool:
-    """Sends a line that needs no answer over the open connection to ``address``; False if there is none."""
+def ask(address: str, line: str) -> str | None:
+    """The exporter's answer to ``line`` over this process's open connection to ``address`` (one that holds
+    leases); None when there is none."""
     with _lock:
         conn = _connections.get(address)
-    if conn is None:
-        return False
-    conn.send_later(line.encode("ascii"))
-    return True
+        if conn is None:
+            return None
+        conn.leases += 1  # kept open while asking
+    try:
+        return conn.request(line)
+    finally:
+        _let_go(conn, None)
 
 
 def stats() -> dict[str, int]:

@@ -15,8 +15,8 @@ At exit (``atexit``), an exporter with live leases refuses new ones and waits fo
 broken, and a :class:`BrokenLeaseWarning` names them (their exports, the importers' process ids).
 
 The wire: ASCII lines. The server greets with ``ARROWDEV-LEASES 1 <pid>`` (or ``REFUSED <why>`` and closes);
-``LEASE <export>`` is answered ``OK <lease>`` or ``NO <why>``; ``RELEASE <lease>`` and ``UNPUBLISH
-<namespace> <name> <export>`` get no answer.
+``LEASE <export>`` is answered ``OK <lease>`` or ``NO <why>``, and ``UNPUBLISH <namespace> <name> <export>``
+(a getter took a published name) ``OK`` or ``NO <why>``; ``RELEASE <lease>`` gets no answer.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class Server:
         self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._connections: dict[int, _Connection] = {}
         self._stopping = False
-        self.name_hook: Callable[[str, str, str], None] | None = None  # UNPUBLISH (arrowdev.cuda.publish)
+        self.name_hook: Callable[[str, str, str], bool] | None = None  # UNPUBLISH (arrowdev.cuda.publish)
         self._thread = threading.Thread(target=self._serve, name="arrowdev-leases", daemon=True)
         self._thread.start()
 
@@ -231,16 +231,23 @@ class Server:
             self.registry.release(int(words[1]), conn.peer)
             return True
         if len(words) == 4 and words[0] == "UNPUBLISH":
-            if self.name_hook is not None:
-                self.name_hook(words[1], words[2], words[3])
-            return True
+            done = self.name_hook is not None and self.name_hook(words[1], words[2], words[3])
+            return self._send(conn, "OK\n" if done else "NO not published here as that export\n")
         return False
 
     def _send(self, conn: _Connection, text: str) -> bool:
+        data = text.encode("ascii", "replace")
         try:
-            conn.sock.setblocking(True)  # answers are short: a full buffer means a peer that stopped reading
+            sent = conn.sock.send(data)  # an answer is a short line: it fits the socket's buffer at once
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            return False
+        if sent == len(data):
+            return True
+        try:  # a full buffer: a peer that stopped reading; it gets a second to take the rest
             conn.sock.settimeout(1.0)
-            conn.sock.sendall(text.encode("ascii", "replace"))
+            conn.sock.sendall(data[sent:])
             conn.sock.setblocking(False)
             return True
         except OSError:

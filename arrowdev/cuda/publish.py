@@ -135,10 +135,10 @@ def get(name: str, *, namespace: str | None = None, take: bool = False, wait: fl
                 if path.read_bytes() == handle:
                     path.unlink()
         raise
-    if take:
+    if take:  # answered once the publisher has let go: the name is gone when this returns
         header, _ = ipc.parse_handle(handle)
         target = header["leases"][0]
-        lease_client.send(target["address"], f"UNPUBLISH {ns} {name} {target['export']}\n")
+        lease_client.ask(target["address"], f"UNPUBLISH {ns} {name} {target['export']}\n")
     return obj
 
 
@@ -188,20 +188,21 @@ def names(namespace: str | None = None) -> list[str]:
     return live
 
 
-def _unpublished_by_peer(namespace: str, name: str, export_id: str) -> None:
-    """A getter took ``name`` (``get(take=True)``): drop it if it still is that export (the lease server's
-    thread calls this)."""
+def _unpublished_by_peer(namespace: str, name: str, export_id: str) -> bool:
+    """A getter took ``name`` (``get(take=True)``): drops it if it still is that export; True if it did
+    (the lease server's thread calls this)."""
     with _lock:
         entry = _held.get((namespace, name))
         if entry is None:
-            return
+            return False
         header, _ = ipc.parse_handle(entry[1])
         if header["leases"][0]["export"] != export_id:
-            return
+            return False
         del _held[(namespace, name)]
     with contextlib.suppress(PermissionError, OSError):
         _remove_if_ours(_directory(namespace) / name, entry[1])
     del entry  # the object goes here: the getter's lease keeps its memory
+    return True
 
 
 def _set_exit_hook() -> None:
