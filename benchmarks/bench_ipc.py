@@ -54,7 +54,7 @@ def _arrowdev_consumer(conn) -> None:  # noqa: ANN001 - a multiprocessing Connec
 def _lease_round_trips(data: bytes) -> tuple[float, float]:
     """Median microseconds of (a lease and its release on an open connection, the same with a connection
     made and closed for it), on the export that ``data`` (``export_ipc`` bytes) names."""
-    from arrowdev.cuda import ipc, lease_client
+    from arrowdev.cuda import ipc
 
     header, _ = ipc.parse_handle(data)
     target = header["leases"][0]

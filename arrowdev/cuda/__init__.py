@@ -1,5 +1,6 @@
 """arrowdev's device runtime: copies between host and GPUs, the accounted memory pool, streams
-and sync events. Everything here needs CuPy and a CUDA GPU (``pip install arrowdev[cuda13]``);
+and sync events, and tables shared with other processes of the node (CUDA IPC with leases; by name:
+:func:`publish` / :func:`get`). Everything here needs CuPy and a CUDA GPU (``pip install arrowdev[cuda13]``);
 without them these functions raise :class:`arrowdev.DeviceUnavailableError`, and the rest of
 arrowdev keeps working.
 """

@@ -279,7 +279,10 @@ class _Imported:
             lease.release()
 
     def __del__(self) -> None:
-        self.release()
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - at interpreter exit; the process's end gives the leases back anyway
+            pass
 
 
 def _mapped_ranges(device_id: int) -> list[tuple[int, int, str, list[dict[str, Any]]]]:

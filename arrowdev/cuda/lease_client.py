@@ -156,7 +156,8 @@ class Lease:
 
 # ---- this process's connections -------------------------------------------------------------------------
 
-_lock = threading.Lock()
+# Re-entrant: a garbage collection while lease() holds it may run a finalizer that releases a lease here.
+_lock = threading.RLock()
 _connections: dict[str, Connection] = {}
 
 

@@ -80,9 +80,10 @@ class Registry:
 
     Thread safety: every method may be called from any thread (the lease server's thread, the thread that
     drops an exporting object, finalizers). What an ended export held is dropped outside the lock,
-    and ``on_lent`` is called outside it, so that buffers' finalizers may run anything. An exporting
-    object's death may be noticed while this thread holds the lock (a garbage collection inside a
-    locked section): it is queued and handled when the lock is let go (:meth:`_run_pending`).
+    and ``on_lent`` is called outside it, so that buffers' finalizers may run anything. The lock is
+    re-entrant: a garbage collection inside a locked section may run a finalizer that releases a lease of
+    this same process (an import of its own export) on this thread. An exporting object's death noticed
+    while another thread holds the lock is queued and handled when the lock is let go (:meth:`_run_pending`).
 
     Parameters
     ----------
@@ -96,7 +97,7 @@ class Registry:
 
     def __init__(self, on_lent: Callable[[int], None] | None = None, on_deadline: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._exports: dict[str, Export] = {}
         self._by_owner: dict[int, str] = {}  # id(owner) -> its open export (removed when the owner goes)
         self._lease_ids = itertools.count(1)
