@@ -350,9 +350,9 @@ def test_gpu_a_reexport_is_read_by_a_third_process_after_the_first_two_let_go(tm
         assert children.ask(middle) == "re-exported"
         last = children.start(_TABLE_ROWS, str(tmp_path / "again"))
         del g  # the first exporter lets go: the last importer's lease keeps its rows
-        assert json.loads(children.ask(last)) == [{"x": 2.0, "s": None, "mine": 10.0}, {"x": 3.0, "s": "ccc", "mine": 20.0}]
-        assert json.loads(children.ask(last, "read")) == [{"x": 2.0, "s": None, "mine": 10.0},
-                                                        {"x": 3.0, "s": "ccc", "mine": 20.0}]
+        want = [{"x": 2.0, "s": None, "mine": 10.0}, {"x": 3.0, "s": "ccc", "mine": 20.0}]
+        assert json.loads(children.ask(last)) == want
+        assert json.loads(children.ask(last, "read")) == want  # read again after the first exporter let go
         children.finish(last)
         assert "BrokenLeaseWarning" not in children.finish(middle)  # its importer had gone first
         wait_for(lambda: ad.cuda.lease_stats()["exports_lent"] == 0)  # the middle's hold ended with it

@@ -171,8 +171,8 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
     export = None
     if walker.own_bases or not targets:  # memory of this process (or no buffer at all): leased here
         address = lease_server.server().address
-        export = registry.add(chunks, owner=obj, pins=calls.pinned(walker.own_addresses), hold=hold, bases=walker.own_bases,
-                              description=f"{kind} of {len(col)} rows on cuda:{device.id}")
+        export = registry.add(chunks, owner=obj, pins=calls.pinned(walker.own_addresses), hold=hold,
+                              bases=walker.own_bases, description=f"{kind} of {len(col)} rows on cuda:{device.id}")
         targets.insert(0, {"address": address, "export": export.id, "pid": os.getpid()})
     elif hold:  # only imported memory: its leases stay held here for the window (then the importers' own count)
         lease_server.server()
@@ -181,7 +181,8 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
               "device_uuid": calls.device_uuid(device.id), "handles": walker.handles, "leases": targets,
               "chunks": nodes}
     encoded = json.dumps(header).encode()
-    data = _MAGIC + len(encoded).to_bytes(8, "little") + encoded + pa.schema([pa.field(col.type)]).serialize().to_pybytes()
+    schema = pa.schema([pa.field(col.type)]).serialize().to_pybytes()
+    data = _MAGIC + len(encoded).to_bytes(8, "little") + encoded + schema
     if export is not None:
         export.handle = data
     return data

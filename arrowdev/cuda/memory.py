@@ -265,7 +265,8 @@ def memory_stats() -> dict[str, int]:
       the first GPU allocation.
     - ``bytes_lent``: of ``bytes_in_use``, the bytes of buffers exported through CUDA IPC whose exporting
       object is gone, kept for the other processes that hold leases on them (docs/memory.md); they go
-      back to the pool when the last lease is released.
+      back to the pool when the last lease is released (unless other objects of this process, a slice of
+      the exported table say, still hold them).
     """
     if _watch:  # even after the pool was swapped or reset: what is held must be counted as it really is
         release_finished()
