@@ -19,7 +19,8 @@ from .udf import NA, UDFCompileError
 
 def import_ipc(data: bytes) -> ArrowColumn | ArrowTable:
     """A column or table over another process's GPU memory (zero-copy), from the bytes its
-    ``export_ipc()`` returned. See :mod:`arrowdev.cuda.ipc`."""
+    ``export_ipc()`` returned, holding a lease on that memory until its last array goes.
+    InvalidArrowError when the export has ended or its process has gone. See :mod:`arrowdev.cuda.ipc`."""
     from .cuda.ipc import import_ipc as _import_ipc
 
     imported: ArrowColumn | ArrowTable = _import_ipc(data)

@@ -325,13 +325,14 @@ class ArrowColumn(_capsules.ColumnCore):
 
         return cast(ArrowColumn, copy_columns([self], Device("cuda_host", self.device.id), stream)[0])
 
-    def export_ipc(self) -> bytes:
+    def export_ipc(self, *, hold: float = 0.0) -> bytes:
         """Bytes another process on this node passes to :func:`arrowdev.import_ipc` to see this GPU
-        column's memory, zero-copy. Keep this column alive while importers use it (see
-        :mod:`arrowdev.cuda.ipc`)."""
+        column's memory, zero-copy. Each import takes a lease: the memory stays until every importer
+        has released it, even if this column goes first. New imports are taken while this column lives,
+        or for ``hold`` seconds after this call (see docs/memory.md, :mod:`arrowdev.cuda.ipc`)."""
         from .cuda.ipc import export_ipc
 
-        return export_ipc(self)
+        return export_ipc(self, hold)
 
     # ---- UDFs --------------------------------------------------------------------------------
 

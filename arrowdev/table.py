@@ -272,12 +272,14 @@ class ArrowTable:
         copied = copy_columns([batches], target, stream)[0]
         return ArrowTable._from_batches(self.schema, _chunked.chunks(copied))
 
-    def export_ipc(self) -> bytes:
+    def export_ipc(self, *, hold: float = 0.0) -> bytes:
         """Bytes another process on this node passes to :func:`arrowdev.import_ipc` to see this GPU
-        table's memory, zero-copy. Keep this table alive while importers use it."""
+        table's memory, zero-copy. Each import takes a lease: the memory stays until every importer
+        has released it, even if this table goes first. New imports are taken while this table lives,
+        or for ``hold`` seconds after this call (docs/memory.md)."""
         from .cuda.ipc import export_ipc
 
-        return export_ipc(self)
+        return export_ipc(self, hold)
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any, ...]]:
         """Pickles the rows in range, as :meth:`ArrowColumn.__reduce_ex__` does."""

@@ -76,3 +76,18 @@ def test_spark_map_in_arrow():
         assert all(r["y"] == want[str(r["a"])] or (r["y"] is None and want[str(r["a"])] is None) for r in rows)
     finally:
         spark.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.gpu
+@pytest.mark.parametrize("engine, example", [("ray", "ipc_ray.py"), ("pyspark", "ipc_spark.py")])
+def test_gpu_tables_handed_between_engine_workers_by_name(engine, example):
+    """The recipes of docs/memory.md, run as users run them (each example checks its own results)."""
+    import pathlib
+    import subprocess
+
+    pytest.importorskip(engine)
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / example
+    result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    print(result.stdout)

@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -42,3 +44,14 @@ def test_readme_quick_start_makes_and_uses_a_virtual_environment():
     steps = [step.strip() for line in (first, second) for step in line.split("&&")]
     assert steps[0] == "python3 -m venv .venv"
     assert all(step.startswith(".venv/bin/python ") for step in steps[1:]), steps
+
+
+@pytest.mark.gpu
+def test_gpu_worker_processes_share_and_hand_over_tables_by_name():
+    """examples/ipc_workers.py: a lookup table every worker reads, batches taken one by one, a worker killed
+    holding one; the example checks the results and the producer's accounting itself."""
+    result = subprocess.run([sys.executable, str(EXAMPLES / "ipc_workers.py")], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "leases held by others now: 0; exports lent: 0; bytes lent: 0" in result.stdout
+    assert "device bytes in use at the end: 0" in result.stdout

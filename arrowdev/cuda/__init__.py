@@ -1,5 +1,6 @@
 """arrowdev's device runtime: copies between host and GPUs, the accounted memory pool, streams
-and sync events. Everything here needs CuPy and a CUDA GPU (``pip install arrowdev[cuda13]``);
+and sync events, and tables shared with other processes of the node (CUDA IPC with leases; by name:
+:func:`publish` / :func:`get`). Everything here needs CuPy and a CUDA GPU (``pip install arrowdev[cuda13]``);
 without them these functions raise :class:`arrowdev.DeviceUnavailableError`, and the rest of
 arrowdev keeps working.
 """
@@ -13,12 +14,31 @@ from ..core.types import Device
 from .capture import Graph, capture
 from ..gpu.memory import memory_stats, reset_peak, set_limit, use_rmm
 from ..gpu.runtime import device_count, is_available
+from .lease_server import BrokenLeaseWarning, set_exit_wait
+from .publish import get, names, publish, unpublish
 
 if TYPE_CHECKING:
     from ..core.chunks import ColumnCore as ArrowColumn  # any column: a copy is of the column's own class
 
-__all__ = ["Graph", "capture", "copy_columns", "device_count", "is_available", "memory_stats", "reset_peak",
-           "set_limit", "use_for_cupy", "use_for_numba", "use_rmm"]
+__all__ = ["BrokenLeaseWarning", "Graph", "capture", "copy_columns", "device_count", "get", "is_available",
+           "lease_stats", "memory_stats", "names", "publish", "reset_peak", "set_exit_wait", "set_limit",
+           "unpublish", "use_for_cupy", "use_for_numba", "use_rmm"]
+
+
+def lease_stats() -> dict[str, int]:
+    """Leases across processes (CUDA IPC, docs/memory.md), as this process sees them.
+
+    - As an exporter: ``exports`` open, ``exports_lent`` (their exporting object gone, kept for importers),
+      ``leases_granted`` held now by other processes, ``importers`` holding them, ``bytes_lent`` (as in
+      :func:`memory_stats`).
+    - As an importer: ``leases_held`` on other processes' memory, ``exporters`` they come from, and
+      ``leases_broken``: of those, how many are on exporters that have exited or died.
+    """
+    from . import lease_client, lease_server
+
+    out = lease_server.registry().stats()
+    out.update(lease_client.stats())
+    return out
 
 
 def use_for_numba() -> None:

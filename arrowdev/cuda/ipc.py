@@ -1,21 +1,28 @@
-"""Cross-process zero-copy sharing of device columns and tables through CUDA IPC.
+"""Cross-process zero-copy sharing of device columns and tables through CUDA IPC, with leases.
 
 ``export_ipc()`` returns bytes: a header (host name, device UUID, exporting process), the schema (the
 Arrow IPC encoding of a schema, written by PyArrow), one CUDA IPC memory handle per underlying device
-allocation, and per node of every chunk its length, null count, offset and, per buffer, (handle, offset
-into that allocation). Buffers are usually sub-allocations of a pool block: the handle is for the block
-(found with ``cuMemGetAddressRange``) and the offset locates the buffer in it, as NBEP 7 describes.
+allocation with its size, the **leases to take** (the exporting process's lease socket and export id), and
+per node of every chunk its length, null count, offset and, per buffer, (handle, offset into that
+allocation). Buffers are usually sub-allocations of a pool block: the handle is for the block (found with
+``cuMemGetAddressRange``) and the offset locates the buffer in it, as NBEP 7 describes.
 
-``ad.import_ipc(data)`` in another process on the same node finds the GPU by its UUID (processes may
-number GPUs differently: dask-cuda gives each worker its own ``CUDA_VISIBLE_DEVICES``), maps each allocation once
-(``cudaIpcOpenMemHandle``) and builds the same column or table over the mapped memory, zero-copy; it
-speaks every protocol like any other arrowdev object, and its release closes the mappings
-(``cudaIpcCloseMemHandle``) when the last array using them goes.
+``ad.import_ipc(data)`` in another process on the same node first takes a lease on each export the handle
+names (:mod:`arrowdev.cuda.lease_client`; a lease refused, or an exporter gone, raises
+``InvalidArrowError`` before any memory is touched), then finds the GPU by its UUID (processes may number
+GPUs differently), maps each allocation once per process (``cudaIpcOpenMemHandle``; CUDA lets a process
+open a handle only once, so mappings are shared by every import that uses them) and builds the same
+column or table over the mapped memory, zero-copy. When its last array goes, the importer waits for its
+work on the device (``cudaDeviceSynchronize``: the exporter may reuse the memory as soon as the lease
+ends), closes the mappings no other import uses and releases its leases.
 
-The rule for lifetime: **the exporting object must stay alive while any importer uses the memory** (the
-exporter's memory is what the importer sees; CUDA keeps nothing alive for it). A handle whose exporter has
-gone is stale: importing it raises. Before the bytes are returned, the exporter waits until the data is
-ready (its sync events), so the importer can read at once.
+The rule for lifetime (docs/memory.md): **the exporter keeps the memory until every importer has
+released it.** The export is open to new imports while the exporting object lives (or for ``hold`` seconds
+after the export, or while it is leased); dropping the exporting object while importers hold leases
+keeps its buffers alive, counted in ``memory_stats()["bytes_lent"]``, and the pool gets them back at the
+last release. Re-exporting imported data (a slice, a table built over imported columns) names the
+original exporter's leases, so the next importer leases the memory where it lives. Importing an export
+in its own process needs no CUDA IPC: the lease is taken locally and the buffers are the exporter's own.
 """
 
 from __future__ import annotations
@@ -24,15 +31,73 @@ import functools
 import json
 import os
 import socket
+import threading
+import weakref
 from typing import Any
 
 from .. import _capsules
 from ..core import chunks as _chunked, layout
 from ..errors import InvalidArrowError
 from ..core.types import DataType, Device
-from ..gpu import runtime
+from ..gpu import memory, runtime
+from . import lease_client, lease_server, leases
 
-_MAGIC = b"ARROWDEV-CUDA-IPC-1\n"
+_MAGIC = b"ARROWDEV-CUDA-IPC-2\n"
+_OLD_MAGIC = b"ARROWDEV-CUDA-IPC-1\n"
+_HANDLE_HEX = 128  # a cudaIpcMemHandle_t is 64 bytes
+
+
+class CudaCalls:
+    """The CUDA calls IPC makes. tests/support/fake_ipc.py swaps in host memory and fake handles, so the
+    lease wiring is tested without a GPU."""
+
+    def check_device(self, device_id: int) -> None:
+        runtime.check_device(device_id)  # DeviceUnavailableError, naming why, where CuPy or the driver is missing
+
+    def device_uuid(self, device_id: int) -> str:
+        return _device_uuid(device_id)
+
+    def device_with_uuid(self, uuid: str) -> int | None:
+        """This process's index of the GPU with ``uuid`` (indices differ between processes that see
+        different GPUs: dask-cuda gives each worker its own ``CUDA_VISIBLE_DEVICES``; UUIDs do not)."""
+        return next((i for i in range(runtime.device_count()) if _device_uuid(i) == uuid), None)
+
+    def allocation(self, address: int) -> tuple[int, int]:
+        """(base, size) of the driver allocation holding ``address``."""
+        driver = runtime.driver()
+        err, base, size = driver.cuMemGetAddressRange(address)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise InvalidArrowError(f"{address:#x} is not in a device allocation ({err.name})")
+        return int(base), int(size)
+
+    def get_handle(self, base: int) -> bytes:
+        return bytes(runtime.cupy().cuda.runtime.ipcGetMemHandle(base))
+
+    def open_handle(self, handle: bytes, device_id: int) -> int:
+        cp = runtime.cupy()
+        with cp.cuda.Device(device_id):
+            try:
+                return int(cp.cuda.runtime.ipcOpenMemHandle(handle, cp.cuda.runtime.cudaIpcMemLazyEnablePeerAccess))
+            except cp.cuda.runtime.CUDARuntimeError as e:
+                raise InvalidArrowError(f"cannot open a CUDA IPC handle (stale: its exporter has gone, or not "
+                                        f"from this node): {e}") from None
+
+    def close_handle(self, base: int, device_id: int) -> None:
+        cp = runtime.cupy()
+        with cp.cuda.Device(device_id):
+            cp.cuda.runtime.ipcCloseMemHandle(base)
+
+    def synchronize(self, device_id: int) -> None:
+        cp = runtime.cupy()
+        with cp.cuda.Device(device_id):
+            cp.cuda.runtime.deviceSynchronize()
+
+    def pinned(self, addresses: list[int]) -> dict[int, int]:
+        """The arrowdev device buffers (address -> size) holding ``addresses``: what an export keeps alive."""
+        return memory.buffers_holding(addresses)
+
+
+calls = CudaCalls()
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,32 +106,38 @@ def _device_uuid(device_id: int) -> str:
     return bytes(props["uuid"]).hex()
 
 
-def _device_with_uuid(uuid: str) -> int | None:
-    """This process's index of the GPU with ``uuid``: indices differ between processes that see
-    different GPUs (dask-cuda gives each worker its own ``CUDA_VISIBLE_DEVICES``), UUIDs do not."""
-    return next((i for i in range(runtime.device_count()) if _device_uuid(i) == uuid), None)
-
-
-def _allocation_base(address: int) -> int:
-    driver = runtime.driver()
-    err, base, _ = driver.cuMemGetAddressRange(address)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise InvalidArrowError(f"{address:#x} is not in a device allocation ({err.name})")
-    return int(base)
+# ---- export ------------------------------------------------------------------------------------------
 
 
 class _Exporter:
-    def __init__(self) -> None:
-        self.handles: list[bytes] = []
-        self.index: dict[int, int] = {}
+    """Walks the exported nodes: one handle per allocation, each buffer (handle, offset). Buffers in
+    memory this process imported name the original handle and the leases of the import they came from."""
+
+    def __init__(self, device_id: int) -> None:
+        self.handles: list[dict[str, Any]] = []
+        self.index: dict[int, int] = {}  # allocation base here -> handle index
+        self.own_bases: dict[str, int] = {}  # handle (hex) -> base, for this process's own allocations
+        self.own_addresses: list[int] = []
+        self.foreign: dict[tuple[str, str], dict[str, Any]] = {}  # (address, export) -> lease target
+        self.mapped = _mapped_ranges(device_id)
 
     def buffer(self, address: int) -> list[int] | None:
         if not address:
             return None
-        base = _allocation_base(address)
+        hit = next((m for m in self.mapped if m[0] <= address < m[0] + m[1]), None)
+        if hit is not None:
+            base, size, handle, targets = hit
+            for target in targets:
+                self.foreign[(target["address"], target["export"])] = target
+        else:
+            base, size = calls.allocation(address)
+            handle = None if base in self.index else calls.get_handle(base).hex()
+            if handle is not None:
+                self.own_bases[handle] = base
+            self.own_addresses.append(address)
         if base not in self.index:
             self.index[base] = len(self.handles)
-            self.handles.append(runtime.cupy().cuda.runtime.ipcGetMemHandle(base))
+            self.handles.append({"handle": handle, "size": size})
         return [self.index[base], address - base]
 
     def node(self, tree: layout.Node) -> dict[str, Any]:
@@ -75,8 +146,16 @@ class _Exporter:
                 "dictionary": None if tree.dictionary is None else self.node(tree.dictionary)}
 
 
-def export_ipc(obj: Any) -> bytes:
-    """The IPC description of a device column or table (see the module docstring)."""
+def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
+    """The IPC description of a device column or table, with its leases (see the module docstring). A
+    second export of the same object while its export is open returns the same bytes."""
+    if not isinstance(hold, (int, float)) or not hold >= 0:
+        raise ValueError(f"expected hold to be a number of seconds >= 0, got {hold!r}")
+    registry = lease_server.registry()
+    known = registry.open_export_of(obj)
+    if known is not None and known.handle is not None:
+        registry.extend_hold(known, hold)
+        return known.handle
     import pyarrow as pa
 
     is_table = not isinstance(obj, _chunked.ColumnCore)
@@ -84,76 +163,232 @@ def export_ipc(obj: Any) -> bytes:
     device = col.device
     if device.type != "cuda":
         raise ValueError(f"expected data on a CUDA device for export_ipc, got {device.type}: call to_device() first")
-    runtime.check_device(device.id)  # DeviceUnavailableError, naming why, where CuPy or the driver is missing
+    calls.check_device(device.id)
     _chunked.wait_for_producers(col)
-    exporter = _Exporter()
-    chunks = [exporter.node(layout.Node.of(held)) for held in _chunked.exportable_chunks(col)]
-    field = pa.field(col.type)
-    header = {"kind": "table" if is_table else "column", "host": socket.gethostname(), "pid": os.getpid(),
-              "device": device.id, "device_uuid": _device_uuid(device.id),
-              "handles": [h.hex() for h in exporter.handles], "chunks": chunks}
-    schema = pa.schema([field]).serialize().to_pybytes()
+    chunks = _chunked.exportable_chunks(col)
+    walker = _Exporter(device.id)
+    nodes = [walker.node(layout.Node.of(held)) for held in chunks]
+    kind = "table" if is_table else "column"
+    targets = list(walker.foreign.values())
+    export = None
+    if walker.own_bases or not targets:  # memory of this process (or no buffer at all): leased here
+        address = lease_server.server().address
+        export = registry.add(chunks, owner=obj, pins=calls.pinned(walker.own_addresses), hold=hold,
+                              bases=walker.own_bases, description=f"{kind} of {len(col)} rows on cuda:{device.id}")
+        targets.insert(0, {"address": address, "export": export.id, "pid": os.getpid()})
+    elif hold:  # only imported memory: its leases stay held here for the window (then the importers' own count)
+        lease_server.server()
+        registry.add(chunks, owner=obj, hold=hold, description=f"re-exported {kind}")
+    header = {"kind": kind, "host": socket.gethostname(), "pid": os.getpid(), "device": device.id,
+              "device_uuid": calls.device_uuid(device.id), "handles": walker.handles, "leases": targets,
+              "chunks": nodes}
     encoded = json.dumps(header).encode()
-    return _MAGIC + len(encoded).to_bytes(8, "little") + encoded + schema
+    schema = pa.schema([pa.field(col.type)]).serialize().to_pybytes()
+    data = _MAGIC + len(encoded).to_bytes(8, "little") + encoded + schema
+    if export is not None:
+        export.handle = data
+    return data
+
+
+# ---- import ------------------------------------------------------------------------------------------
+
+_LOCAL = leases.Peer(os.getpid(), os.getuid(), "this process", local=True)
+_mappings_lock = threading.Lock()
+_mappings: weakref.WeakValueDictionary[tuple[str, int], _Mapping] = weakref.WeakValueDictionary()
+_imports: weakref.WeakSet[_Imported] = weakref.WeakSet()  # live imports with mapped memory (re-exports)
 
 
 class _Mapping:
-    """One opened IPC allocation; closed when the last array using it goes."""
+    """One opened IPC allocation, shared by every import in this process that uses it; closed when the
+    last of them goes."""
 
-    def __init__(self, handle: bytes, device_id: int) -> None:
-        cp = runtime.cupy()
-        with cp.cuda.Device(device_id):
-            try:
-                self.base = cp.cuda.runtime.ipcOpenMemHandle(handle, cp.cuda.runtime.cudaIpcMemLazyEnablePeerAccess)
-            except cp.cuda.runtime.CUDARuntimeError as e:
-                raise InvalidArrowError(f"cannot open a CUDA IPC handle (stale: its exporter has gone, or not "
-                                        f"from this node): {e}") from None
-        self.device_id = device_id
+    def __init__(self, handle: str, size: int, device_id: int) -> None:
+        self.base = 0
+        self.base = calls.open_handle(bytes.fromhex(handle), device_id)
+        self.handle, self.size, self.device_id = handle, size, device_id
 
     def __del__(self) -> None:
-        base = getattr(self, "base", 0)
-        if base:
-            cp = runtime.cupy()
-            with cp.cuda.Device(self.device_id):
-                cp.cuda.runtime.ipcCloseMemHandle(base)
+        if self.base:
+            try:
+                calls.close_handle(self.base, self.device_id)
+            except Exception:  # noqa: BLE001 - at interpreter exit CUDA may be gone; the process's end unmaps
+                pass
+
+
+def _mapping(handle: str, size: int, device_id: int) -> _Mapping:
+    with _mappings_lock:
+        made = _mappings.get((handle, device_id))
+        if made is None:
+            made = _mappings[(handle, device_id)] = _Mapping(handle, size, device_id)
+        return made
+
+
+class _LocalLease:
+    """A lease on an export of this same process (no socket: the registry directly)."""
+
+    __slots__ = ("registry", "id")
+
+    def __init__(self, registry: leases.Registry, lease_id: int) -> None:
+        self.registry, self.id = registry, lease_id
+
+    def release(self) -> None:
+        self.registry.release(self.id, _LOCAL)
+
+
+class _Imported:
+    """What one import holds: its leases and the allocations it mapped. The keep-alive of every node the
+    import builds, so it goes with the last array over the imported memory (slices and children included)."""
+
+    def __init__(self, device_id: int, targets: list[dict[str, Any]]) -> None:
+        self.device_id, self.targets = device_id, targets
+        self.leases: list[Any] = []
+        self.own: list[leases.Export] = []  # this process's exports leased (their buffers are local)
+        self.mappings: list[_Mapping] = []
+
+    def take_leases(self) -> None:
+        """A lease on every export the handle names, before any memory is touched; all or none."""
+        server = lease_server.running_server()
+        try:
+            for target in self.targets:
+                if target["pid"] == os.getpid() and server is not None and target["address"] == server.address:
+                    registry = lease_server.registry()
+                    self.leases.append(_LocalLease(registry, registry.lease(target["export"], _LOCAL)))
+                    export = registry.find(target["export"])
+                    if export is not None:
+                        self.own.append(export)
+                else:
+                    self.leases.append(lease_client.lease(target["address"], target["export"], target["pid"]))
+        except BaseException:
+            self.release()
+            raise
+
+    def base_of(self, handle: str, size: int) -> int:
+        for export in self.own:
+            if handle in export.bases:
+                return export.bases[handle]
+        mapping = _mapping(handle, size, self.device_id)
+        self.mappings.append(mapping)
+        return mapping.base
+
+    def release(self) -> None:
+        if self.mappings:
+            try:  # the importer's kernels may still read the memory: the exporter may reuse it once released
+                calls.synchronize(self.device_id)
+            except Exception:  # noqa: BLE001 - at interpreter exit CUDA may be gone; the process's end releases
+                pass
+        self.mappings = []
+        taken, self.leases = self.leases, []
+        for lease in taken:
+            lease.release()
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - at interpreter exit; the process's end gives the leases back anyway
+            pass
+
+
+def _mapped_ranges(device_id: int) -> list[tuple[int, int, str, list[dict[str, Any]]]]:
+    """(base, size, handle, leases) of every allocation this process mapped on ``device_id`` for live imports."""
+    return [(m.base, m.size, m.handle, imp.targets) for imp in list(_imports) if imp.device_id == device_id
+            for m in imp.mappings]
 
 
 def import_ipc(data: bytes) -> Any:
     """A column or table over another process's device memory, from its ``export_ipc()`` bytes."""
     import pyarrow as pa
 
-    if not isinstance(data, (bytes, bytearray, memoryview)) or not bytes(data[:len(_MAGIC)]) == _MAGIC:
-        raise ValueError("expected the bytes of ArrowColumn.export_ipc() / ArrowTable.export_ipc()")
-    data = bytes(data)
-    size = int.from_bytes(data[len(_MAGIC):len(_MAGIC) + 8], "little")
-    start = len(_MAGIC) + 8
-    header = json.loads(data[start:start + size])
+    header, schema = parse_handle(data)
     if header["host"] != socket.gethostname():
         raise InvalidArrowError(f"the IPC handle comes from another node ({header['host']!r}); this is "
                                 f"{socket.gethostname()!r}: CUDA IPC works between processes of one node")
-    device_id = _device_with_uuid(header["device_uuid"])
+    device_id = calls.device_with_uuid(header["device_uuid"])
     if device_id is None:
         raise InvalidArrowError(f"the IPC handle's GPU (UUID {header['device_uuid']}) is not visible in this "
                                 f"process (see CUDA_VISIBLE_DEVICES)")
-    field = pa.ipc.read_schema(pa.py_buffer(data[start + size:])).field(0)
-    dtype = DataType.from_arrow(field)
-    mappings = [_Mapping(bytes.fromhex(h), device_id) for h in header["handles"]]
+    try:
+        dtype = DataType.from_arrow(pa.ipc.read_schema(pa.py_buffer(schema)).field(0))
+    except (pa.ArrowInvalid, IndexError) as e:
+        raise InvalidArrowError(f"the IPC handle's schema cannot be read: {e}") from None
+    imported = _Imported(device_id, header["leases"])
+    imported.take_leases()
+    bases = [imported.base_of(h["handle"], h["size"]) for h in header["handles"]]
+    if imported.mappings:
+        _imports.add(imported)
+    sizes = [h["size"] for h in header["handles"]]
     device = Device("cuda", device_id)
-    chunks = [_build(dtype, node, mappings, device) for node in header["chunks"]]
+    chunks = [_build(dtype, node, bases, sizes, imported, device) for node in header["chunks"]]
     return _chunked.make(header["kind"], dtype, chunks)
 
 
-def _build(dtype: DataType, node: dict[str, Any], mappings: list[_Mapping], device: Device) -> Any:
-    buffers, keep = [], []
-    for entry in node["buffers"]:
+def _build(dtype: DataType, node: Any, bases: list[int], sizes: list[int], keep: _Imported, device: Device) -> Any:
+    if not isinstance(node, dict) or not all(isinstance(node.get(k), int) for k in ("length", "offset", "null_count")):
+        raise InvalidArrowError(f"a node of the IPC handle is malformed: {str(node)[:200]}")
+    buffers = []
+    for entry in node.get("buffers", ()):
         if entry is None:
             buffers.append(0)
-        else:
-            mapping = mappings[entry[0]]
-            buffers.append(mapping.base + entry[1])
-            keep.append(mapping)
-    children = [_build(child_type, child, mappings, device)
-                for child_type, child in zip(dtype.children, node["children"], strict=True)]
-    dictionary = None if node["dictionary"] is None else _build(dtype.value_type, node["dictionary"], mappings, device)
-    return _capsules.build(dtype, node["length"], node["null_count"], node["offset"], buffers, children, dictionary,
+            continue
+        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, int) for x in entry)
+                and 0 <= entry[0] < len(bases) and 0 <= entry[1] < sizes[entry[0]]):
+            raise InvalidArrowError(f"a buffer of the IPC handle is not (handle index, offset inside its "
+                                    f"allocation): {entry!r}")
+        buffers.append(bases[entry[0]] + entry[1])
+    children, dictionary = node.get("children"), node.get("dictionary")
+    if not isinstance(children, list) or len(children) != len(dtype.children):
+        raise InvalidArrowError(f"the IPC handle's node has {children!r:.60} children, its type {dtype} "
+                                f"{len(dtype.children)}")
+    built = [_build(t, child, bases, sizes, keep, device) for t, child in zip(dtype.children, children)]
+    if (dictionary is None) != (dtype.value_type is None):
+        raise InvalidArrowError(f"the IPC handle's dictionary does not fit its type {dtype}")
+    held_dictionary = None if dictionary is None else _build(dtype.value_type, dictionary, bases, sizes, keep, device)
+    return _capsules.build(dtype, node["length"], node["null_count"], node["offset"], buffers, built, held_dictionary,
                            device_type=device.code, device_id=device.id, keepalive=keep)
+
+
+def parse_handle(data: Any) -> tuple[dict[str, Any], bytes]:
+    """(header, schema bytes) of an ``export_ipc()`` result, the header checked field by field (it comes
+    from another process: untrusted until checked)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ValueError(f"expected the bytes of ArrowColumn.export_ipc() / ArrowTable.export_ipc(), got "
+                         f"{type(data).__name__}")
+    data = bytes(data)
+    if data.startswith(_OLD_MAGIC):
+        raise InvalidArrowError("this IPC handle comes from an arrowdev without leases: export it again with "
+                                "this version on both sides")
+    if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 8:
+        raise ValueError("expected the bytes of ArrowColumn.export_ipc() / ArrowTable.export_ipc()")
+    start = len(_MAGIC) + 8
+    size = int.from_bytes(data[len(_MAGIC):start], "little")
+    try:
+        header = json.loads(data[start:start + size])
+    except ValueError as e:
+        raise InvalidArrowError(f"the IPC handle's header is not JSON: {e}") from None
+    _check_header(header)
+    return header, data[start + size:]
+
+
+def _check_header(header: Any) -> None:
+    def wrong(what: str) -> InvalidArrowError:
+        return InvalidArrowError(f"the IPC handle's header is malformed: {what}")
+
+    if not isinstance(header, dict) or header.get("kind") not in ("table", "column"):
+        raise wrong("expected a dict with kind 'table' or 'column'")
+    for key, kind in (("host", str), ("device_uuid", str), ("pid", int), ("handles", list), ("leases", list),
+                      ("chunks", list)):
+        if not isinstance(header.get(key), kind):
+            raise wrong(f"{key} should be a {kind.__name__}, got {header.get(key)!r:.60}")
+    for h in header["handles"]:
+        if not (isinstance(h, dict) and isinstance(h.get("handle"), str) and len(h["handle"]) == _HANDLE_HEX
+                and isinstance(h.get("size"), int) and h["size"] > 0):
+            raise wrong(f"a handle should be {{'handle': {_HANDLE_HEX} hex digits, 'size': bytes > 0}}, got {h!r:.100}")
+        try:
+            bytes.fromhex(h["handle"])
+        except ValueError:
+            raise wrong(f"a handle is not hex: {h['handle']!r:.100}") from None
+    if not header["leases"]:
+        raise wrong("no lease to take (a handle from export_ipc names at least its exporter's)")
+    for t in header["leases"]:
+        if not (isinstance(t, dict) and isinstance(t.get("address"), str) and isinstance(t.get("export"), str)
+                and isinstance(t.get("pid"), int) and t["address"] and t["export"].isalnum()):
+            raise wrong(f"a lease should be {{'address': socket path, 'export': id, 'pid': int}}, got {t!r:.100}")

@@ -8,12 +8,14 @@ the copy that reads it has fired (:func:`keep_until`).
 
 >>> import arrowdev as ad
 >>> sorted(ad.cuda.memory_stats())
-['allocations', 'bytes_in_use', 'frees', 'peak_bytes', 'pinned_bytes_in_use', 'pool_bytes']
+['allocations', 'bytes_in_use', 'bytes_lent', 'frees', 'peak_bytes', 'pinned_bytes_in_use', 'pool_bytes']
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import DeviceUnavailableError
@@ -24,7 +26,8 @@ from . import runtime
 _lock = threading.RLock()
 _pool: Any = None  # a cupy.cuda.MemoryPool, or an RmmPool after use_rmm()
 _limit: int | None = None  # bytes of arrowdev buffers allowed alive at once (set_limit)
-_stats = {"bytes_in_use": 0, "peak_bytes": 0, "allocations": 0, "frees": 0, "pinned_bytes_in_use": 0}
+_stats = {"bytes_in_use": 0, "peak_bytes": 0, "allocations": 0, "frees": 0, "pinned_bytes_in_use": 0, "bytes_lent": 0}
+_live: dict[int, int] = {}  # address -> size of each live DeviceBuffer (what an IPC export pins: buffers_holding)
 _watch: list[tuple[Any, tuple]] = []  # (SyncEvent, objects kept alive until it fires), oldest first
 _SWEEP_EVERY = 64  # keep_until asks every watched event only this often (see keep_until)
 _calls_since_sweep = 0
@@ -142,12 +145,37 @@ def _check_limit(nbytes: int) -> None:
                           f"{_stats['bytes_in_use']} in use, {nbytes} asked for (ad.cuda.set_limit)")
 
 
-def _account(nbytes: int, key: str = "bytes_in_use") -> None:
+def _account(nbytes: int, key: str = "bytes_in_use", address: int = 0) -> None:
     with _lock:
         _stats[key] += nbytes
         if key == "bytes_in_use":
             _stats["allocations" if nbytes > 0 else "frees"] += 1
             _stats["peak_bytes"] = max(_stats["peak_bytes"], _stats["bytes_in_use"])
+            if nbytes > 0:
+                _live[address] = nbytes
+            else:
+                _live.pop(address, None)
+
+
+def account_lent(nbytes: int) -> None:
+    """Adds ``nbytes`` (negative: takes away) to the bytes lent to other processes (arrowdev.cuda.leases)."""
+    with _lock:
+        _stats["bytes_lent"] += nbytes
+
+
+def buffers_holding(addresses: Iterable[int]) -> dict[int, int]:
+    """The live arrowdev device buffers (address -> size) that hold the given device addresses; addresses
+    in no such buffer (memory of another library, imported zero-copy) are left out. For IPC exports: a
+    sorted copy of the live buffers' addresses is made per call, not kept up to date on every allocation."""
+    with _lock:
+        starts = sorted(_live)
+        sizes = [_live[a] for a in starts]
+    found = {}
+    for address in addresses:
+        i = bisect.bisect_right(starts, address) - 1
+        if i >= 0 and address < starts[i] + max(sizes[i], 1):
+            found[starts[i]] = sizes[i]
+    return found
 
 
 def reset_peak() -> None:
@@ -192,13 +220,13 @@ class DeviceBuffer:
         with runtime.ALREADY_CURRENT if device_is_current else runtime.on_device(device_id), stream:
             self._mem = pool().malloc(max(nbytes, 1))  # cupy's OutOfMemoryError is a MemoryError
         self.ptr, self.size, self.device_id = self._mem.ptr, nbytes, device_id
-        _account(nbytes)
+        _account(nbytes, address=self.ptr)
         if runtime.captures and stream.ptr in runtime.captures:  # captured work writes it at every replay
             runtime.captures[stream.ptr].keep(self)
 
     def __del__(self) -> None:
         if self.size:
-            _account(-self.size)
+            _account(-self.size, address=self.ptr)
 
 
 class PinnedBuffer:
@@ -268,6 +296,10 @@ def memory_stats() -> dict[str, int]:
     - ``pinned_bytes_in_use``: page-locked host memory held (host copies of device data, staging).
     - ``pool_bytes``: device bytes the pool holds from the driver (in use or cached); 0 before
       the first GPU allocation.
+    - ``bytes_lent``: of ``bytes_in_use``, the bytes of buffers exported through CUDA IPC whose exporting
+      object is gone, kept for the other processes that hold leases on them (docs/memory.md); they go
+      back to the pool when the last lease is released (unless other objects of this process, a slice of
+      the exported table say, still hold them).
     """
     if _watch:  # even after the pool was swapped or reset: what is held must be counted as it really is
         release_finished()

@@ -14,5 +14,9 @@ import ``from support.samples import CASES``; the modules import one another rel
 - :mod:`support.fuzz_run`: runs the fuzzer's seeds in child processes (a crash is counted with its seed)
   and sums their figures; tests/test_fuzz_import.py and benchmarks/fuzz_import.py use it.
 - :mod:`support.scripts`: ``run_script``, a script in a fresh interpreter, for what happens once per
-  process (numba's memory manager, the first CUDA context, CUDA IPC, NRT statistics).
+  process (numba's memory manager, the first CUDA context, CUDA IPC, NRT statistics); ``Children``, child
+  interpreters that answer commands (importers and exporters that hold, release, die or exit on cue), and
+  ``wait_for``.
+- :mod:`support.fake_ipc`: CUDA IPC without a GPU (host memory as allocations, fake handles), for the tests
+  of the lease wiring (tests/test_publish.py).
 """

@@ -115,7 +115,7 @@ def with_ipc_header(data: bytes, **changes) -> bytes:
     """An ``export_ipc()`` result with header fields changed (its layout: magic, 8-byte length, JSON, schema)."""
     import json
 
-    magic = b"ARROWDEV-CUDA-IPC-1\n"
+    magic = data[:data.index(b"\n") + 1]  # ARROWDEV-CUDA-IPC-<version>
     size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
     start = len(magic) + 8
     header = {**json.loads(data[start:start + size]), **changes}

@@ -1,0 +1,225 @@
+"""The importing side of leases: one connection per exporting process, held while leases on it are held.
+
+:func:`lease` connects to the exporter's socket (:mod:`arrowdev.cuda.lease_server`) on first use, checks
+that the server runs as this user (``SO_PEERCRED``), asks for a lease and returns a :class:`Lease`. The
+connection is shared by every lease on that exporter and closed when the last one is released; closing
+it (or this process dying, which closes it too) gives back, on the exporter's side, every lease it held.
+
+Releasing never blocks: a lease is released from finalizers (the last array over imported memory going, in
+any thread, maybe inside a garbage collection), so the ``RELEASE`` line is sent only when the connection's
+lock is free, else queued and sent by the lock's holder when it lets go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import threading
+from ..errors import InvalidArrowError
+from . import lease_server
+
+CONNECT_TIMEOUT = 10.0  # seconds an exporter has to greet and to answer a lease request
+
+
+class Connection:
+    """A connection to one exporting process's lease server."""
+
+    def __init__(self, address: str, pid: int) -> None:
+        self.address, self.pid = address, pid
+        self._lock = threading.Lock()
+        self._unsent: list[bytes] = []
+        self.leases = 0  # leases held or being asked for through this connection; it closes at 0
+        self.sock: socket.socket | None = None  # connected by the first lease request
+
+    def request(self, line: str) -> str:
+        """Sends ``line`` and returns the exporter's answer ("" when the connection closed)."""
+        with self._lock:
+            if self.sock is None:
+                self.sock = _connect(self.address, self.pid)
+            try:
+                self.sock.sendall(line.encode("ascii"))
+                answer = _read_line(self.sock)
+            except OSError as e:
+                raise InvalidArrowError(f"the exporting process (pid {self.pid}) did not answer at {self.address} "
+                                        f"({e}): it has gone, or is stuck; the handle is stale") from None
+        self._flush()
+        return answer
+
+    def lease(self, export_id: str) -> int:
+        """A lease id on ``export_id``; InvalidArrowError when the exporter refuses or has gone."""
+        answer = self.request(f"LEASE {export_id}\n")
+        if not answer:
+            raise InvalidArrowError(f"the exporting process (pid {self.pid}) has gone: its lease connection "
+                                    f"closed; the handle is stale")
+        words = answer.split(" ", 1)
+        if words[0] == "OK" and len(words) == 2 and words[1].isdigit():
+            return int(words[1])
+        reason = words[1] if len(words) == 2 else answer
+        raise InvalidArrowError(f"the exporting process (pid {self.pid}) refused a lease: {reason}")
+
+    def send_later(self, line: bytes) -> None:
+        """Sends ``line`` now if the lock is free, else when its holder lets go (never blocks)."""
+        self._unsent.append(line)
+        self._flush()
+
+    def _flush(self) -> None:
+        while self._unsent:
+            if not self._lock.acquire(blocking=False):
+                return  # the holder flushes after letting go
+            try:
+                lines, self._unsent[:] = list(self._unsent), []
+                with contextlib.suppress(OSError, AttributeError):  # the exporter has gone: nothing to release
+                    self.sock.sendall(b"".join(lines))  # type: ignore[union-attr]
+            finally:
+                self._lock.release()
+
+    def alive(self) -> bool:
+        """False once the exporter has closed the connection (exited, died, or broke its leases). The server
+        never speaks unasked, so a connection with something to read has reached its end."""
+        if self.sock is None:
+            return False
+        if not self._lock.acquire(blocking=False):
+            return True  # a request is under way on it
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+            return not readable or self.sock.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):
+            return False
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            self.sock.close()  # type: ignore[union-attr]
+
+
+def _connect(address: str, pid: int) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT)
+    try:
+        sock.connect(address)
+        _, server_uid = lease_server.peer_credentials(sock)
+        if server_uid != lease_server.this_uid():
+            raise PermissionError(f"the lease server at {address} runs as uid {server_uid}, not as this process's "
+                                  f"uid {lease_server.this_uid()}: arrowdev takes leases only from its own user")
+        greeting = _read_line(sock)
+    except (FileNotFoundError, ConnectionRefusedError) as e:
+        sock.close()
+        raise InvalidArrowError(f"the exporting process (pid {pid}) has gone: nothing answers at its lease socket "
+                                f"{address} ({type(e).__name__}); the handle is stale") from None
+    except PermissionError:
+        sock.close()
+        raise
+    except OSError as e:
+        sock.close()
+        raise InvalidArrowError(f"cannot reach the exporting process (pid {pid}) at {address}: {e}") from None
+    if greeting.startswith("REFUSED"):
+        sock.close()
+        raise PermissionError(f"the exporting process (pid {pid}) refused this process: {greeting[8:]}")
+    if not greeting.startswith(lease_server.GREETING.decode()):
+        sock.close()
+        raise InvalidArrowError(f"{address} is not an arrowdev lease server (it said {greeting[:60]!r})")
+    return sock
+
+
+def _read_line(sock: socket.socket) -> str:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(lease_server.MAX_LINE * 4)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("ascii", "replace").strip()
+
+
+class Lease:
+    """One lease on another process's export: the memory stays there until :meth:`release` (or this
+    object's death, or this process's)."""
+
+    __slots__ = ("connection", "id", "export", "_released", "__weakref__")
+
+    def __init__(self, connection: Connection, lease_id: int, export: str) -> None:
+        self.connection, self.id, self.export, self._released = connection, lease_id, export, False
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        _let_go(self.connection, f"RELEASE {self.id}\n".encode("ascii"))
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the process's end closes the connection anyway
+            self.release()
+
+
+# ---- this process's connections -------------------------------------------------------------------------
+
+# Re-entrant: a garbage collection while lease() holds it may run a finalizer that releases a lease here.
+_lock = threading.RLock()
+_connections: dict[str, Connection] = {}
+
+
+def lease(address: str, export_id: str, pid: int) -> Lease:
+    """A lease on export ``export_id`` of the exporting process ``pid`` whose lease server is at ``address``."""
+    with _lock:
+        conn = _connections.get(address)
+        if conn is None:
+            conn = _connections[address] = Connection(address, pid)
+        conn.leases += 1  # counted before asking: a release elsewhere must not close it meanwhile
+    try:
+        lease_id = conn.lease(export_id)
+    except BaseException:
+        _let_go(conn, None)
+        raise
+    return Lease(conn, lease_id, export_id)
+
+
+def _let_go(conn: Connection, line: bytes | None) -> None:
+    """Gives up one lease of ``conn`` (or the count taken while asking for one): closes the connection when
+    it was the last (the exporter then gives back everything this process held there), else sends ``line``."""
+    with _lock:
+        conn.leases -= 1
+        last = conn.leases <= 0 and _connections.get(conn.address) is conn
+        if last:
+            del _connections[conn.address]
+    if last:
+        conn.close()
+    elif line is not None:
+        conn.send_later(line)
+
+
+def ask(address: str, line: str) -> str | None:
+    """The exporter's answer to ``line`` over this process's open connection to ``address`` (one that holds
+    leases); None when there is none."""
+    with _lock:
+        conn = _connections.get(address)
+        if conn is None:
+            return None
+        conn.leases += 1  # kept open while asking
+    try:
+        return conn.request(line)
+    finally:
+        _let_go(conn, None)
+
+
+def stats() -> dict[str, int]:
+    """``leases_held`` by this process on other processes' exports, ``exporters`` it holds them from, and
+    ``leases_broken``: of those held, how many are on exporters that have closed their end (exited or died)."""
+    with _lock:
+        conns = list(_connections.values())
+    return {"leases_held": sum(c.leases for c in conns), "exporters": len(conns),
+            "leases_broken": sum(c.leases for c in conns if not c.alive())}
+
+
+def _after_fork_in_child() -> None:
+    """A forked child must not keep the parent's connections open: the exporter would not see them close
+    when the parent dies. The child's copies of imported objects hold no lease of their own (CUDA does not
+    work across fork anyway)."""
+    for conn in list(_connections.values()):
+        conn.close()  # the child's copy only; releases from the child's objects then send nothing
+    _connections.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,229 @@
+"""A 1 GiB table handed to another process on the same GPU and read there: arrowdev's CUDA IPC with leases
+(``export_ipc`` / ``import_ipc``) against ``torch.multiprocessing`` sending a CUDA tensor of the same bytes.
+
+    python3 benchmarks/bench_ipc.py [--gib 1.0] [--runs 9] [--json [PATH]]
+
+One consumer process per library, started once (process start and CUDA initialisation are not counted),
+takes each handoff and runs the first kernel over it (a sum of every value, checked), then drops it. Per
+handoff, from the exporter's first call to the end of the consumer's kernel (``time.perf_counter`` is
+CLOCK_MONOTONIC, one clock for both processes):
+
+- arrowdev: ``export_ipc`` of a fresh view of the table (handles, lease registration), the bytes through a
+  ``multiprocessing`` pipe, ``import_ipc`` (a lease taken over the exporter's socket, the allocation mapped),
+  the kernel; then the drop (device synchronisation, unmapping, the lease released).
+- torch: ``Queue.put`` of the tensor (its CUDA IPC handle, reference counter and event), ``Queue.get`` in the
+  consumer (the tensor rebuilt over the mapped allocation), the kernel; then the drop.
+
+Medians over ``--runs`` after a warm-up. Goal: arrowdev's handoff no slower than torch's. The lease
+overhead per handoff is measured apart in the consumer: a lease and its release on an open connection to
+the exporter, and with a connection made for it (connect, greeting, lease, release, close). torch's part is
+skipped, saying so, where torch is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import statistics
+import sys
+import time
+
+import record
+
+
+def _arrowdev_consumer(conn) -> None:  # noqa: ANN001 - a multiprocessing Connection
+    import cupy
+
+    import arrowdev as ad
+
+    while True:
+        data = conn.recv_bytes()
+        if not data:
+            break
+        got = time.perf_counter()
+        table = ad.import_ipc(data)
+        imported = time.perf_counter()
+        total = float(cupy.asarray(table.column(0)).sum())  # the first kernel over the memory (synchronous)
+        kernel = time.perf_counter()
+        del table
+        dropped = time.perf_counter()
+        conn.send((got, imported, kernel, dropped, total))
+    conn.send(_lease_round_trips(conn.recv_bytes()))
+
+
+def _lease_round_trips(data: bytes) -> tuple[float, float]:
+    """Median microseconds of (a lease and its release on an open connection, the same with a connection
+    made and closed for it), on the export that ``data`` (``export_ipc`` bytes) names."""
+    from arrowdev.cuda import ipc
+
+    header, _ = ipc.parse_handle(data)
+    target = header["leases"][0]
+    return _lease_pairs(target["address"], target["export"], target["pid"])
+
+
+def _lease_pairs(address: str, export: str, pid: int) -> tuple[float, float]:
+    from arrowdev.cuda import lease_client
+
+    def pair() -> None:
+        lease_client.lease(address, export, pid).release()
+    cold = _median_us(pair, 200)  # no other lease held: each pair connects, and closes at the release
+    held = lease_client.lease(address, export, pid)  # holds the connection open
+    warm = _median_us(pair, 2000)
+    held.release()
+    return warm, cold
+
+
+def _lease_consumer(conn, address: str, export: str, pid: int) -> None:  # noqa: ANN001
+    conn.send(_lease_pairs(address, export, pid))
+
+
+def run_leases_only() -> tuple[float, float]:
+    """The lease round trips alone, against an export of fake memory (no GPU needed)."""
+    from arrowdev.cuda import lease_server
+
+    export = lease_server.registry().add(["stands for the memory"], hold=3600.0)
+    ctx = multiprocessing.get_context("spawn")
+    mine, theirs = ctx.Pipe()
+    consumer = ctx.Process(target=_lease_consumer, args=(theirs, lease_server.server().address, export.id, _pid()))
+    consumer.start()
+    result = mine.recv()
+    consumer.join()
+    return result
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+def _median_us(call, repeats: int) -> float:  # noqa: ANN001
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            call()
+        samples.append((time.perf_counter() - start) / repeats * 1e6)
+    return statistics.median(samples)
+
+
+def _torch_consumer(tensors, results) -> None:  # noqa: ANN001 - torch.multiprocessing queues
+    import torch
+
+    while True:
+        tensor = tensors.get()
+        got = time.perf_counter()
+        if tensor is None:
+            break
+        total = float(tensor.sum())  # .item(): synchronises
+        kernel = time.perf_counter()
+        del tensor
+        dropped = time.perf_counter()
+        results.put((got, kernel, dropped, total))
+    torch.cuda.synchronize()
+
+
+def run_arrowdev(n: int, runs: int) -> tuple[list[dict[str, float]], tuple[float, float]]:
+    import numpy as np
+    import pyarrow as pa
+
+    import arrowdev as ad
+
+    table = ad.table({"x": pa.array(np.arange(n, dtype=np.float64))}).to_device()
+    want = float(n * (n - 1) // 2)
+    ctx = multiprocessing.get_context("spawn")
+    mine, theirs = ctx.Pipe()
+    consumer = ctx.Process(target=_arrowdev_consumer, args=(theirs,))
+    consumer.start()
+    rows = []
+    for i in range(runs + 1):
+        view = table.slice(0)  # a new object each time: a fresh export, not the cached bytes of the last
+        start = time.perf_counter()
+        data = view.export_ipc()
+        exported = time.perf_counter()
+        mine.send_bytes(data)
+        got, imported, kernel, dropped, total = mine.recv()
+        assert total == want, (total, want)
+        del view
+        if i:  # the first is a warm-up
+            rows.append({"export_ms": (exported - start) * 1e3, "import_ms": (imported - got) * 1e3,
+                         "kernel_ms": (kernel - imported) * 1e3, "handoff_ms": (kernel - start) * 1e3,
+                         "drop_ms": (dropped - kernel) * 1e3})
+    mine.send_bytes(b"")
+    mine.send_bytes(table.export_ipc())
+    leases = mine.recv()
+    consumer.join()
+    return rows, leases
+
+
+def run_torch(n: int, runs: int) -> list[dict[str, float]] | None:
+    try:
+        import torch
+        import torch.multiprocessing as tmp
+    except ImportError as e:
+        print(f"torch is not installed ({e}): its part is skipped")
+        return None
+    tensor = torch.arange(n, dtype=torch.float64, device="cuda")
+    want = float(n * (n - 1) // 2)
+    ctx = tmp.get_context("spawn")
+    tensors, results = ctx.Queue(), ctx.Queue()
+    consumer = ctx.Process(target=_torch_consumer, args=(tensors, results))
+    consumer.start()
+    rows = []
+    for i in range(runs + 1):
+        view = tensor[:]  # a new tensor each time, as arrowdev's view
+        start = time.perf_counter()
+        tensors.put(view)
+        got, kernel, dropped, total = results.get()
+        assert total == want, (total, want)
+        del view
+        if i:
+            rows.append({"put_get_ms": (got - start) * 1e3, "kernel_ms": (kernel - got) * 1e3,
+                         "handoff_ms": (kernel - start) * 1e3, "drop_ms": (dropped - kernel) * 1e3})
+    tensors.put(None)
+    consumer.join()
+    return rows
+
+
+def _medians(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=1.0, help="the table's size in GiB (float64 values)")
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--leases-only", action="store_true", help="only the lease round trips (no GPU needed)")
+    record.add_json_option(parser, "bench_ipc")
+    args = parser.parse_args()
+    if args.leases_only:
+        warm_us, cold_us = run_leases_only()
+        print(f"lease + release: {warm_us:.1f} us on an open connection, {cold_us:.1f} us with the connection made "
+              f"and closed for it")
+        return
+    import cupy as cp
+
+    n = int(args.gib * (1 << 30)) // 8
+    machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"{machine}: {n * 8 / (1 << 30):.2f} GiB ({n} float64 values), {args.runs} handoffs each, medians")
+    ours, (warm_us, cold_us) = run_arrowdev(n, args.runs)
+    mine = _medians(ours)
+    print(f"arrowdev: handoff {mine['handoff_ms']:.2f} ms = export {mine['export_ms']:.2f} + pipe and import "
+          f"{mine['handoff_ms'] - mine['export_ms'] - mine['kernel_ms']:.2f} (import_ipc {mine['import_ms']:.2f}) "
+          f"+ first kernel {mine['kernel_ms']:.2f}; drop {mine['drop_ms']:.2f} ms")
+    print(f"lease overhead per handoff: {warm_us:.1f} us (lease + release, connection open), "
+          f"{cold_us:.1f} us (with the connection made and closed for it)")
+    theirs = run_torch(n, args.runs)
+    rows = [{"library": "arrowdev", **mine, "lease_us_open": warm_us, "lease_us_connect": cold_us}]
+    if theirs is not None:
+        torch_m = _medians(theirs)
+        print(f"torch:    handoff {torch_m['handoff_ms']:.2f} ms = put and get {torch_m['put_get_ms']:.2f} + first "
+              f"kernel {torch_m['kernel_ms']:.2f}; drop {torch_m['drop_ms']:.2f} ms")
+        ratio = mine["handoff_ms"] / torch_m["handoff_ms"]
+        print(f"arrowdev / torch handoff: {ratio:.2f} (goal <= 1: {'met' if ratio <= 1 else 'not met'})")
+        rows.append({"library": "torch", **torch_m})
+    record.write(args.json, "bench_ipc", machine, rows, gib=args.gib, runs=args.runs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
