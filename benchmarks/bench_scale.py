@@ -450,6 +450,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--cpu", action="store_true", help="CPU workers and dask.dataframe over pandas as the peer")
     parser.add_argument("--check", action="store_true", help="also run the job in this process, for the reference "
                         "(default with --cpu)")
+    parser.add_argument("--generate-only", action="store_true", help="write the dataset (unless there) and stop")
     record.add_json_option(parser, "bench_scale")
     args = parser.parse_args(argv)
     gpus = sorted(set(args.gpus or ([1, 2] if args.cpu else [1, 2, 4])))
@@ -462,6 +463,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
           f"{args.protocol}, GPUs {gpus}, {rows:,} rows in {partitions} partitions", flush=True)
     files = scale_data.ensure(data_dir, rows, partitions, args.row_group_rows, args.seed)
     warm = scale_data.warmup_file(data_dir)
+    if args.generate_only:
+        return []
     import pyarrow.parquet as pq
 
     bytes_per_row = pq.read_table(warm).nbytes / pq.ParquetFile(warm).metadata.num_rows
