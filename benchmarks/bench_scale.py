@@ -248,6 +248,7 @@ def cluster(n: int, args: argparse.Namespace) -> Iterator[Client]:
             made = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, range(n))), n_workers=n,
                                     threads_per_worker=1, dashboard_address=":0", protocol=args.protocol, **options)
         with made, Client(made) as client:
+            client.upload_file(scale_job.__file__)  # the graph's functions travel by reference: workers import it
             client.run(_install_sizeof_timer, classes=["arrowdev.ArrowTable", "arrowdev.ArrowColumn",
                                                        "cudf.DataFrame", "cudf.Series", "pandas.DataFrame"])
             if not args.cpu and args.protocol == "ucx":
@@ -308,7 +309,10 @@ class Engine:
 
     def collection(self, files: list[str]) -> Any:
         if self.name == "arrowdev":
-            return add.read_parquet(files, columns=scale_job.COLUMNS, device=None if self.args.cpu else "cuda")
+            # --partitioning files: a partition a file (the same partitions at every GPU count); auto: arrowdev's rule
+            rows = None if self.args.partitioning == "auto" else self.args.rows_per_file
+            return add.read_parquet(files, columns=scale_job.COLUMNS, device=None if self.args.cpu else "cuda",
+                                    rows_per_partition=rows)
         return _peer_read(self.args.cpu)(files, columns=scale_job.COLUMNS)
 
     def graph(self, parts: Any) -> list[Any]:
@@ -440,6 +444,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--row-group-rows", type=int, default=None, help="rows a row group (default: a file's rows)")
     parser.add_argument("--data-dir", default=None, help="where the dataset is (default /tmp/arrowdev-scale/ROWSxP)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--partitioning", default="files", choices=["files", "auto"],
+                        help="arrowdev's partitions: a file each (default), or read_parquet's own rule")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modes", nargs="+", default=["strong", "weak"], choices=MODES)
     parser.add_argument("--engines", nargs="+", default=["arrowdev", "peer"], choices=["arrowdev", "peer"])
@@ -458,6 +464,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     partitions = args.partitions or (8 if args.cpu else 16)
     if partitions % max(gpus):
         parser.error(f"expected --partitions divisible by the most GPUs ({max(gpus)}) for weak scaling, got {partitions}")
+    args.rows_per_file = rows // partitions
     data_dir = args.data_dir or os.path.join("/tmp/arrowdev-scale", f"{rows}x{partitions}")
     print(f"bench_scale: Python {platform.python_version()}, {'CPU workers' if args.cpu else 'GPU workers'}, "
           f"{args.protocol}, GPUs {gpus}, {rows:,} rows in {partitions} partitions", flush=True)
@@ -475,7 +482,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             references[k] = scale_job.run_in_process(files[:k])
     out: list[dict[str, Any]] = []
     extra = {"gpus": gpus, "dataset_rows": rows, "partitions": partitions, "bytes_per_row": bytes_per_row,
-             "protocol": args.protocol, "device_memory_limit": args.device_memory_limit}
+             "protocol": args.protocol, "device_memory_limit": args.device_memory_limit,
+             "partitioning": args.partitioning}
     for n in gpus:
         with cluster(n, args) as client:
             host_ms = _warm_engines(client, engines, warm, args)
