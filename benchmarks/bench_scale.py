@@ -248,7 +248,7 @@ def cluster(n: int, args: argparse.Namespace) -> Iterator[Client]:
             made = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, range(n))), n_workers=n,
                                     threads_per_worker=1, dashboard_address=":0", protocol=args.protocol, **options)
         with made, Client(made) as client:
-            client.upload_file(scale_job.__file__)  # the graph's functions travel by reference: workers import it
+            client.upload_file(str(scale_data.EXAMPLES / "scale_job.py"))  # the graph's functions travel by reference: workers import it
             client.run(_install_sizeof_timer, classes=["arrowdev.ArrowTable", "arrowdev.ArrowColumn",
                                                        "cudf.DataFrame", "cudf.Series", "pandas.DataFrame"])
             if not args.cpu and args.protocol == "ucx":

@@ -19,7 +19,7 @@ def scale_job(*clients: Any) -> Any:
         sys.path.insert(0, str(EXAMPLES))
     module = importlib.import_module("scale_job")
     for client in clients:
-        client.upload_file(module.__file__)
+        client.upload_file(str(EXAMPLES / "scale_job.py"))  # not module.__file__: a LocalCluster reloads it from its scratch folder
     return module
 
 
