@@ -411,7 +411,7 @@ def test_gpu_the_scale_job_with_spilling_equals_in_process(cuda_client, tmp_path
     wait(parts)
     assert dask.compute(*[dask.delayed(_device_of)(p) for p in parts.to_delayed()]) == ("cuda",) * 8
     got = job.finish(dask.compute(*job.job_graph(parts)), None)
-    assert got == job.run_in_process(files, device="cuda")
+    assert close(got, job.run_in_process(files, device="cuda"))  # sums may differ in the last place (chunking)
     assert close(got, pyarrow_stats(files))
 
 
@@ -447,5 +447,5 @@ def test_gpu_the_scale_job_on_several_gpus_equals_in_process(tmp_path):
         wait(parts)
         assert len({w for ws in c.who_has(futures_of(parts)).values() for w in ws}) >= 2  # spread over the GPUs
         got = job.finish(dask.compute(*job.job_graph(parts)), None)
-    assert got == job.run_in_process(files, device="cuda")
+    assert close(got, job.run_in_process(files, device="cuda"))  # sums may differ in the last place (chunking)
     assert close(got, pyarrow_stats(files))
