@@ -143,6 +143,11 @@ def _install_sizeof_timer(dask_worker: Any, classes: Sequence[str]) -> list[str]
     return timed
 
 
+def _import_path(path: str) -> None:
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
 def _counters(dask_worker: Any) -> dict[str, float]:
     """The worker's cumulative seconds by activity (distributed's ``digests_total``; tasks by prefix) and the
     sizeof timer's."""
@@ -248,7 +253,10 @@ def cluster(n: int, args: argparse.Namespace) -> Iterator[Client]:
             made = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, range(n))), n_workers=n,
                                     threads_per_worker=1, dashboard_address=":0", protocol=args.protocol, **options)
         with made, Client(made) as client:
-            client.upload_file(str(scale_data.EXAMPLES / "scale_job.py"))  # the graph's functions travel by reference: workers import it
+            # the graph's functions travel by reference: the workers import scale_job from examples/ (spawned workers
+            # inherit this sys.path; said again for any that did not). Not Client.upload_file: a module imported from a
+            # worker's scratch folder has another file name in every cluster, and arrowdev's UDF cache keys on it
+            client.run(_import_path, str(scale_data.EXAMPLES))
             client.run(_install_sizeof_timer, classes=["arrowdev.ArrowTable", "arrowdev.ArrowColumn",
                                                        "cudf.DataFrame", "cudf.Series", "pandas.DataFrame"])
             if not args.cpu and args.protocol == "ucx":

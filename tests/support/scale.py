@@ -1,5 +1,5 @@
-"""examples/scale_job.py for the tests (uploaded to the workers, which cannot import examples/), and the job's
-statistics computed by PyArrow alone, a reference independent of arrowdev."""
+"""examples/scale_job.py for the tests (and for their workers, which do not have examples/ on their path), and the
+job's statistics computed by PyArrow alone, a reference independent of arrowdev."""
 
 from __future__ import annotations
 
@@ -9,18 +9,30 @@ import pathlib
 import sys
 from typing import Any
 
+from distributed import WorkerPlugin
+
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
+class ImportExamples(WorkerPlugin):
+    """A worker plugin putting examples/ on the workers' path, now and in workers started later (a nanny's new
+    worker). Not ``Client.upload_file``: a module imported from a worker's scratch folder has another file name in
+    every cluster, and arrowdev's UDF cache keys on it (every worker would compile the job's UDFs again)."""
+
+    name = "arrowdev-tests-examples-path"
+
+    def setup(self, worker: Any) -> None:
+        if str(EXAMPLES) not in sys.path:
+            sys.path.insert(0, str(EXAMPLES))
+
+
 def scale_job(*clients: Any) -> Any:
-    """The module, uploaded to the workers of ``clients`` (``Client.upload_file``: the workers, and those that
-    start later, import it; distributed pickles the graph's functions by reference)."""
+    """The module; the workers of ``clients`` import it too (graphs carry its functions by reference)."""
     if str(EXAMPLES) not in sys.path:
         sys.path.insert(0, str(EXAMPLES))
-    module = importlib.import_module("scale_job")
     for client in clients:
-        client.upload_file(str(EXAMPLES / "scale_job.py"))  # not module.__file__: a LocalCluster reloads it from its scratch folder
-    return module
+        client.register_plugin(ImportExamples())
+    return importlib.import_module("scale_job")
 
 
 def pyarrow_stats(files: list[str]) -> dict[str, Any]:
