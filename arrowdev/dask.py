@@ -12,7 +12,11 @@ Importing this module registers arrowdev's types with distributed's serializer f
 
 from __future__ import annotations
 
-from .integrations.dask import (PartitionedColumn, PartitionedTable, from_dask_dataframe, from_delayed, from_frame,
-                                from_map, map_partitions, nbytes, read_parquet, to_frame, udf)
+from .integrations.dask import (
+    PartitionSizeWarning, PartitionedColumn, PartitionedTable, from_dask_dataframe, from_delayed, from_frame,
+    from_map, map_partitions, nbytes, read_parquet, to_frame, udf)
 
-__all__ = ["PartitionedColumn", "PartitionedTable", "from_dask_dataframe", "from_delayed", "from_frame", "from_map", "map_partitions", "nbytes", "read_parquet", "to_frame", "udf"]
+__all__ = [
+    "PartitionSizeWarning", "PartitionedColumn", "PartitionedTable", "from_dask_dataframe", "from_delayed",
+    "from_frame", "from_map", "map_partitions", "nbytes", "read_parquet", "to_frame", "udf"
+]

@@ -7,7 +7,9 @@
   run has it (bench_udf.py --json);
 - string_udfs.png: string UDF times against libcudf's kernels (where the run had cuDF), device malloc (the
   cuDF design) and PyArrow on the CPU (bench_string_udf.py --json);
-- transfers.png: host <-> device transfers against the pinned-memory ceiling (bench_transfer.py --json).
+- transfers.png: host <-> device transfers against the pinned-memory ceiling (bench_transfer.py --json);
+- scale_throughput.png: the scale job's rows per second against GPU count, arrowdev and dask-cudf, strong and
+  weak scaling (bench_scale.py --json; drawn once benchmarks/results/bench_scale.json is there).
 
 Each figure names the machine and where its numbers come from. Needs matplotlib (the ``docs`` extra).
 """
@@ -114,8 +116,35 @@ def plot_transfers(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     return _save(fig, out)
 
 
+def plot_scale(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
+    """Rows per second against GPU count, arrowdev and the peer (dask-cudf), one panel per mode of the run (strong:
+    the same data; weak: the same rows per GPU; persisted: the job over partitions already on the GPUs), with the
+    ideal line from arrowdev's fewest-GPU point (bench_scale.py --json)."""
+    rows = [r for r in record["rows"] if r["mode"] != "load"]
+    modes = [m for m in ("strong", "weak", "persisted") if any(r["mode"] == m for r in rows)]
+    fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes), 4), squeeze=False)
+    for ax, mode in zip(axes[0], modes):
+        engines = sorted({r["engine"] for r in rows if r["mode"] == mode}, key=lambda e: e != "arrowdev")
+        for engine, marker in zip(engines, "os^D"):
+            points = sorted((r["gpus"], r["rows_per_s"] / 1e6) for r in rows if (r["mode"], r["engine"]) == (mode, engine))
+            ax.plot(*zip(*points), "-", marker=marker, label=engine)
+            if engine == "arrowdev":
+                (g0, r0) = points[0]
+                ax.plot([g for g, _ in points], [r0 * g / g0 for g, _ in points], "k:", label="arrowdev, linear")
+        gpus = sorted({r["gpus"] for r in rows if r["mode"] == mode})
+        ax.set_xticks(gpus)
+        ax.set_xlabel("GPUs (one Dask worker each)" if "CPU" not in record["machine"] else "CPU workers")
+        ax.set_ylabel("M rows / s (end to end)" if mode != "persisted" else "M rows / s (job over persisted data)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(mode, fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"The scale job (examples/scale_job.py), {record.get('dataset_rows', 0):,} rows\n{_caption(record)}",
+                 fontsize=9)
+    return _save(fig, out)
+
+
 PLOTS = {"bench_udf": ("udf_bandwidth.png", plot_udf), "bench_string_udf": ("string_udfs.png", plot_strings),
-         "bench_transfer": ("transfers.png", plot_transfers)}
+         "bench_transfer": ("transfers.png", plot_transfers), "bench_scale": ("scale_throughput.png", plot_scale)}
 
 
 def main(argv: list[str] | None = None) -> list[pathlib.Path]:
@@ -126,6 +155,9 @@ def main(argv: list[str] | None = None) -> list[pathlib.Path]:
     args.out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, (image, plot) in PLOTS.items():
+        if not (args.results / f"{name}.json").exists():  # a benchmark not yet run where it means something
+            print(f"{name}.json: not recorded, {image} not drawn")
+            continue
         record = json.loads((args.results / f"{name}.json").read_text())
         written.append(plot(record, args.out / image))
         print(f"{args.out / image}")

@@ -130,7 +130,8 @@ def test_persist_compute_and_the_udf_pipeline_equal_in_process(client, tmp_path)
     parts = [_table(700, seed) for seed in range(4)]
     for i, p in enumerate(parts):
         pq.write_table(p.to_pyarrow(), tmp_path / f"p{i}.parquet", row_group_size=350)
-    collection = add.read_parquet(str(tmp_path / "*.parquet"), columns=["a", "b", "s"])
+    with pytest.warns(add.PartitionSizeWarning):  # a partition a row group: far too small, says read_parquet
+        collection = add.read_parquet(str(tmp_path / "*.parquet"), columns=["a", "b", "s"], rows_per_partition=350)
     assert collection.npartitions == 8
     out = collection.map_partitions(_pipeline).persist()
     futures = futures_of(out)
@@ -334,3 +335,117 @@ def test_gpu_cudf_partitions_both_ways_and_udf():
     out = add.udf(_udf, columns=["a", "b"], out="y")(frame)
     assert out["y"].to_arrow().to_pylist() == [_udf(a, b) for a, b in zip(frame.a.to_arrow().to_pylist(),
                                                                            frame.b.to_arrow().to_pylist())]
+
+
+# ---- the end-to-end job of examples/scale_job.py (docs/distributed.md, "The way to use arrowdev at scale") ----
+
+
+def test_the_scale_job_on_two_workers_equals_in_process(client, tmp_path):
+    from support.scale import close, pyarrow_stats, scale_job
+
+    job = scale_job(client)
+    files = job.write_dataset(str(tmp_path / "data"), files=4, rows_per_file=3000, row_group_rows=1500)
+    with pytest.warns(add.PartitionSizeWarning):  # 8 tiny partitions, so that both workers take some
+        got = job.run_job(files, device=None, output=str(tmp_path / "out"), rows_per_partition=1500)
+    assert got.pop("files") == 8
+    want = job.run_in_process(files)
+    assert got == want  # the same partitions, each computed the same way, sums added with fsum
+    assert close(want, pyarrow_stats(files)) and want["rows"] == 12_000 and want["hits"] > 0
+    written = pq.read_table(str(tmp_path / "out"))
+    assert written.column_names == job.COLUMNS + ["y", "shout", "hit"] and written.num_rows == 12_000
+    assert written["shout"].to_pylist() == [s.upper() + "!" for s in written["s"].to_pylist()]
+
+
+def _slow(t, seconds):
+    import time
+
+    time.sleep(seconds)
+    return t
+
+
+def test_a_worker_killed_mid_job_ends_in_the_right_result_or_a_clear_error(tmp_path):
+    """A worker process killed while it runs a task of the job: distributed reschedules its tasks (the nanny
+    starts a new worker), or, past ``allowed-failures``, raises KilledWorker; never a hang or a wrong result."""
+    import os
+    import signal
+    import time
+
+    from distributed.scheduler import KilledWorker
+
+    from support.scale import scale_job
+
+    job = scale_job()
+    files = job.write_dataset(str(tmp_path / "data"), files=4, rows_per_file=1000, row_group_rows=500)
+    want = job.run_in_process(files)
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+                      worker_dashboard_address=":0") as cluster, Client(cluster) as c:
+        scale_job(c)
+        with pytest.warns(add.PartitionSizeWarning):
+            parts = add.read_parquet(files, rows_per_partition=500)
+        futures = c.compute(job.job_graph(parts.map_partitions(_slow, 0.3)))
+        deadline = time.monotonic() + 60
+        while not any(c.processing().values()):
+            assert time.monotonic() < deadline, "no task started within 60 s"
+            time.sleep(0.02)
+        victim = next(w for w, keys in c.processing().items() if keys)
+        os.kill(c.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+        wait(futures, timeout=120)  # raises TimeoutError on a hang
+        try:
+            got = job.combine(c.gather(futures))
+        except KilledWorker as e:
+            assert "worker" in str(e).lower()
+        else:
+            assert got == want
+
+
+@pytest.mark.gpu
+def test_gpu_the_scale_job_with_spilling_equals_in_process(cuda_client, tmp_path):
+    """cuda_client's worker spills past 64 MiB: the dataset (about 160 MB on the GPU) is persisted, so most
+    partitions go to host memory and come back for the job."""
+    from support.scale import close, pyarrow_stats, scale_job
+
+    job = scale_job(cuda_client)
+    files = job.write_dataset(str(tmp_path / "data"), files=4, rows_per_file=1_000_000, row_group_rows=500_000)
+    with pytest.warns(add.PartitionSizeWarning):
+        parts = add.read_parquet(files, columns=job.COLUMNS, device="cuda", rows_per_partition=500_000).persist()
+    wait(parts)
+    assert dask.compute(*[dask.delayed(_device_of)(p) for p in parts.to_delayed()]) == ("cuda",) * 8
+    got = job.finish(dask.compute(*job.job_graph(parts)), None)
+    assert close(got, job.run_in_process(files, device="cuda"))  # sums may differ in the last place (chunking)
+    assert close(got, pyarrow_stats(files))
+
+
+@pytest.mark.gpu
+def test_gpu_a_partition_that_does_not_fit_is_a_memory_error_naming_its_size(tmp_path):
+    pq.write_table(_table(10_000).to_pyarrow(), tmp_path / "d.parquet")
+    parts = add.read_parquet(str(tmp_path / "d.parquet"), device="cuda")
+    ad.cuda.set_limit(1000)
+    try:
+        with pytest.raises(MemoryError, match=r"a partition of [\d,]+ bytes \(10,000 rows from .*d.parquet row group "
+                           r"0\) does not fit on GPU \d+: [\d,-]+ of its [\d,-]+ bytes free.*partition_bytes"):
+            parts.compute(scheduler="sync")
+    finally:
+        ad.cuda.set_limit(None)
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu
+def test_gpu_the_scale_job_on_several_gpus_equals_in_process(tmp_path):
+    dask_cuda = pytest.importorskip("dask_cuda")
+    gpus = min(ad.cuda.device_count(), 4)
+    if gpus < 2:
+        pytest.skip("needs two GPUs")
+    from support.scale import close, pyarrow_stats, scale_job
+
+    job = scale_job()
+    files = job.write_dataset(str(tmp_path / "data"), files=2 * gpus, rows_per_file=500_000, row_group_rows=500_000)
+    with dask_cuda.LocalCUDACluster(n_workers=gpus, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as c:
+        scale_job(c)
+        with pytest.warns(add.PartitionSizeWarning):
+            parts = add.read_parquet(files, columns=job.COLUMNS, device="cuda", rows_per_partition=500_000).persist()
+        wait(parts)
+        assert len({w for ws in c.who_has(futures_of(parts)).values() for w in ws}) >= 2  # spread over the GPUs
+        got = job.finish(dask.compute(*job.job_graph(parts)), None)
+    assert close(got, job.run_in_process(files, device="cuda"))  # sums may differ in the last place (chunking)
+    assert close(got, pyarrow_stats(files))

@@ -140,7 +140,10 @@ def test_figures_are_drawn_from_the_recorded_results(tmp_path):
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     written = plot_results.main(["--out", str(tmp_path)])
-    assert sorted(p.name for p in written) == ["string_udfs.png", "transfers.png", "udf_bandwidth.png"]
+    recorded = [image for name, (image, _) in plot_results.PLOTS.items()
+                if (ROOT / "benchmarks" / "results" / f"{name}.json").exists()]
+    assert {"string_udfs.png", "transfers.png", "udf_bandwidth.png"} <= set(recorded)
+    assert sorted(p.name for p in written) == sorted(recorded)
     for png in written:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (ROOT / "docs" / "images" / png.name).exists()
     for result in (ROOT / "benchmarks" / "results").glob("*.json"):
@@ -180,3 +183,20 @@ def test_benchmarks_record_their_results_as_json(tmp_path):
     assert written["rows"] == [{"rows": 10, "gb_per_s": 1.5}]
     for bench in ("bench_udf", "bench_string_udf", "bench_transfer"):
         assert f'record.add_json_option(parser, "{bench}")' in (ROOT / "benchmarks" / f"{bench}.py").read_text()
+
+
+def test_the_scale_figure_draws_a_bench_scale_record(tmp_path):
+    """plot_results.plot_scale over the rows bench_scale.py --json writes (here a record of its shape; the figure in
+    docs/ is drawn from benchmarks/results/bench_scale.json once the GPU run is recorded)."""
+    pytest.importorskip("matplotlib", reason="the figures need the docs extra: pip install -e '.[docs]'")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import plot_results
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    rows = [{"engine": engine, "mode": mode, "gpus": gpus, "rows_per_s": 1e8 * gpus * speed}
+            for engine, speed in (("arrowdev", 1.0), ("dask-cudf", 0.5)) for mode in ("strong", "weak", "load")
+            for gpus in (1, 2, 4)]
+    record = {"machine": "4 x test GPU", "source": "measured", "date": "2026-01-01", "dataset_rows": 10**8, "rows": rows}
+    out = plot_results.plot_scale(record, tmp_path / "scale.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

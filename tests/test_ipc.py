@@ -108,6 +108,18 @@ def test_stale_and_foreign_handles_are_refused(tmp_path):
         ad.import_ipc(with_ipc_header(g.export_ipc(), host="elsewhere"))
 
 
+def _cuda_device_uuid(ordinal: int) -> bytes:
+    """The 16 bytes of the UUID of CUDA's device ``ordinal`` in this process, from the driver API."""
+    import ctypes
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    device, raw = ctypes.c_int(), (ctypes.c_ubyte * 16)()
+    for call, args in ((cuda.cuInit, (0,)), (cuda.cuDeviceGet, (ctypes.byref(device), ordinal)),
+                       (cuda.cuDeviceGetUuid_v2, (raw, device))):
+        assert call(*args) == 0, f"{call.__name__} failed"
+    return bytes(raw)
+
+
 @pytest.mark.gpu
 def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
     """The importer sees the GPU under another index (here: the only one, under CUDA_VISIBLE_DEVICES=its
@@ -115,12 +127,15 @@ def test_gpu_import_ipc_finds_the_gpu_by_uuid(tmp_path):
     import os
     import uuid
 
+    import cupy
+
     g = ad.column(pa.array([1.5, None, 2.5])).to_device()
     (tmp_path / "h").write_bytes(with_ipc_header(g.export_ipc(), device=5))
-    # nvidia-smi's name for it (CuPy's device properties cut the UUID's bytes at a zero byte)
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", "0"], capture_output=True,
-                         text=True, check=True).stdout.strip()
-    assert gpu.startswith("GPU-") and uuid.UUID(gpu[4:])
+    # the UUID of what CUDA calls device 0 here, from the driver (with CUDA_VISIBLE_DEVICES set, nvidia-smi's
+    # index 0 is another GPU; CuPy's device properties cut the UUID's bytes at a zero byte: a prefix of it)
+    raw = _cuda_device_uuid(0)
+    assert raw.startswith(bytes(cupy.cuda.runtime.getDeviceProperties(0)["uuid"]))
+    gpu = f"GPU-{uuid.UUID(bytes=raw)}"
     code = "import sys, arrowdev as ad; c = ad.import_ipc(open(sys.argv[1], 'rb').read()); print(c.to_pylist())"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h")], capture_output=True, text=True,

@@ -146,6 +146,28 @@ class _Exporter:
                 "dictionary": None if tree.dictionary is None else self.node(tree.dictionary)}
 
 
+def _addresses(node: layout.Node) -> list[int]:
+    found = [b for b in node.buffers if b]
+    for child in node.children:
+        found += _addresses(child)
+    return found + (_addresses(node.dictionary) if node.dictionary is not None else [])
+
+
+def _shareable(col: Any, chunks: list[Any], device: Device) -> list[Any]:
+    """``chunks``, or where any buffer lies in memory that grows in place (a long string output of a UDF,
+    :mod:`arrowdev.gpu.growable`: CUDA's legacy IPC cannot share it) copies of them in pool memory, which the
+    export's lease keeps."""
+    from ..gpu.growable import is_growable
+    from . import transfer
+
+    if not any(is_growable(a) for held in chunks for a in _addresses(layout.Node.of(held))):
+        return chunks
+    read = _chunked.planning_reader([col], ready=True)
+    dtype = _chunked.dtype(col)
+    items = [(dtype, held, held.null_count, read, 0) for held in chunks]
+    return transfer.copy_chunks(items, device, device)
+
+
 def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
     """The IPC description of a device column or table, with its leases (see the module docstring). A
     second export of the same object while its export is open returns the same bytes."""
@@ -165,7 +187,7 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
         raise ValueError(f"expected data on a CUDA device for export_ipc, got {device.type}: call to_device() first")
     calls.check_device(device.id)
     _chunked.wait_for_producers(col)
-    chunks = _chunked.exportable_chunks(col)
+    chunks = _shareable(col, _chunked.exportable_chunks(col), device)
     walker = _Exporter(device.id)
     nodes = [walker.node(layout.Node.of(held)) for held in chunks]
     kind = "table" if is_table else "column"

@@ -12,8 +12,9 @@ from ._distributed import nbytes
 from .collection import PartitionedColumn, PartitionedTable, from_delayed, from_map, map_partitions
 from .dataframes import from_frame, to_frame, udf
 from .parquet import read_parquet
+from .partitions import PartitionSizeWarning
 
-__all__ = ["PartitionedColumn", "PartitionedTable", "from_dask_dataframe", "from_delayed", "from_frame",
+__all__ = ["PartitionSizeWarning", "PartitionedColumn", "PartitionedTable", "from_dask_dataframe", "from_delayed", "from_frame",
            "from_map", "map_partitions", "nbytes", "read_parquet", "to_frame", "udf"]
 
 

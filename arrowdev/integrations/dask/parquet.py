@@ -1,4 +1,5 @@
-"""Parquet in and out of :class:`PartitionedTable`: one partition per row group, one file per partition."""
+"""Parquet in and out of :class:`PartitionedTable`: partitions sized from the device's memory and Dask's cost of a
+task (:mod:`arrowdev.integrations.dask.partitions`), one file per partition out."""
 
 from __future__ import annotations
 
@@ -8,8 +9,19 @@ from typing import Any
 
 from ...table import ArrowTable, table
 from .collection import PartitionedTable, from_map
+from .partitions import (
+    DEFAULT_WORKING_SET,
+    Piece,
+    RowGroup,
+    partition_sizes,
+    plan,
+    target_partition_bytes,
+    warn_if_overhead_bound,
+)
 
 __all__ = ["read_parquet", "to_parquet"]
+
+_FALLBACK_GPU_MEMORY = 16 * 2**30  # where no GPU can be asked (no GPU here, no client): a small data-centre GPU
 
 
 def _files(path: str | list[str]) -> list[str]:
@@ -24,32 +36,154 @@ def _files(path: str | list[str]) -> list[str]:
     return found
 
 
-def _read_row_group(path: str, row_group: int, columns: list[str] | None, device: int | str | None) -> ArrowTable:
+def row_groups(files: list[str], columns: list[str] | None) -> list[RowGroup]:
+    """Every row group of ``files`` (footers only), with the uncompressed bytes of the columns read."""
     import pyarrow.parquet as pq
 
-    tbl = table(pq.ParquetFile(path).read_row_group(row_group, columns=columns))
+    groups = []
+    for f in files:
+        meta = pq.read_metadata(f)
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            nbytes = sum(rg.column(j).total_uncompressed_size for j in range(rg.num_columns)
+                         if columns is None or rg.column(j).path_in_schema.split(".")[0] in columns)
+            groups.append(RowGroup(f, i, rg.num_rows, nbytes))
+    return groups
+
+
+def _client() -> Any:
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _gpu_memory(index: int) -> int:
+    from ...gpu import runtime
+
+    return int(runtime.cupy().cuda.runtime.getDeviceProperties(index)["totalGlobalMem"])
+
+
+def _workers_memory(client: Any) -> tuple[int, list[int]]:
+    """(number of workers, their memory limits) of the client's cluster."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:  # distributed before 2025.1 lists every worker anyway
+        info = client.scheduler_info()
+    workers = info.get("workers", {})
+    return len(workers), [int(w["memory_limit"]) for w in workers.values() if w.get("memory_limit")]
+
+
+def cluster_memory(on_gpu: bool, device: int | str | None = None) -> tuple[int, int]:
+    """(bytes of memory a worker has for its partitions, workers): a GPU's memory (this process's GPU, else one
+    asked of the cluster, else 16 GiB) or a CPU worker's memory limit; the workers of the current distributed
+    client (one GPU, or a CPU's cores for Dask's local schedulers, without one)."""
+    client = _client()
+    workers, limits = _workers_memory(client) if client is not None else (0, [])
+    if on_gpu:
+        index = device if isinstance(device, int) else 0
+        try:
+            memory = _gpu_memory(index)
+        except Exception:  # no GPU (or CuPy) in this process: the workers know
+            try:
+                memory = min(client.run(_gpu_memory, 0).values()) if client is not None else _FALLBACK_GPU_MEMORY
+            except Exception:
+                memory = _FALLBACK_GPU_MEMORY
+        return memory, max(1, workers)
+    if not workers:
+        workers = os.cpu_count() or 1
+    if not limits:
+        limits = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // workers]
+    return min(limits), workers
+
+
+def _read_piece(piece: Piece, columns: list[str] | None) -> Any:
+    import pyarrow.parquet as pq
+
+    got = pq.ParquetFile(piece.path).read_row_group(piece.index, columns=columns)
+    # a row range: Parquet has no row index in PyArrow, so the row group is read and sliced
+    return got if (piece.start, piece.stop) == (0, got.num_rows) else got.slice(piece.start, piece.stop - piece.start)
+
+
+def _read_partition(pieces: tuple[Piece, ...], columns: list[str] | None, device: int | str | None) -> ArrowTable:
+    import pyarrow as pa
+
+    parts = [_read_piece(p, columns) for p in pieces]
+    got = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    if len(parts) > 1:
+        try:  # merged row groups: one chunk a column (one host copy) instead of a chunk per row group
+            got = got.combine_chunks()
+        except (pa.ArrowInvalid, pa.ArrowCapacityError):  # strings past 2 GiB: keep the chunks
+            pass
+    tbl = table(got)
     if device is None or device == "cpu":
         return tbl
     if device == "cuda":  # this worker's GPU (dask-cuda gives each worker its own CUDA_VISIBLE_DEVICES)
         from ...gpu import runtime
 
         device = runtime.cupy().cuda.runtime.getDevice()
-    return tbl.to_device(device)
+    return _to_device(tbl, device, pieces)
 
 
-def read_parquet(path: str | list[str], columns: list[str] | None = None,
-                 device: int | str | None = None) -> PartitionedTable:
-    """A :class:`PartitionedTable` with one partition per row group of the Parquet files at ``path``
-    (a file, a glob pattern, a directory of ``*.parquet`` files, or a list of files). ``device``:
-    ``None`` / ``"cpu"`` keeps partitions in CPU memory, ``"cuda"`` puts each on its worker's current
-    GPU, an int on that GPU. The footers are read here, to count the row groups."""
-    import pyarrow.parquet as pq
+def _to_device(tbl: ArrowTable, device: int, pieces: tuple[Piece, ...]) -> ArrowTable:
+    try:
+        return tbl.to_device(device)
+    except MemoryError as e:
+        free, total = _free_and_total(device)
+        raise MemoryError(
+            f"a partition of {tbl.nbytes:,} bytes ({tbl.num_rows:,} rows from {pieces[0].path} row group "
+            f"{pieces[0].index}{f' and {len(pieces) - 1} more' if len(pieces) > 1 else ''}) does not fit on GPU "
+            f"{device}: {free:,} of its {total:,} bytes free. Expected partitions well under the free memory: "
+            f"pass read_parquet a smaller partition_bytes or rows_per_partition (or leave both out), or give "
+            f"the worker more room (dask-cuda's device_memory_limit spills other partitions) ({e})") from e
 
+
+def _free_and_total(device: int) -> tuple[int, int]:
+    try:
+        from ...gpu import runtime
+
+        cp = runtime.cupy()
+        with cp.cuda.Device(device):
+            free, total = cp.cuda.runtime.memGetInfo()
+        return int(free), int(total)
+    except Exception:  # only for the message
+        return -1, -1
+
+
+def read_parquet(path: str | list[str], columns: list[str] | None = None, device: int | str | None = None, *,
+                 partition_bytes: int | None = None, rows_per_partition: int | None = None,
+                 working_set: float = DEFAULT_WORKING_SET) -> PartitionedTable:
+    """A :class:`PartitionedTable` over the Parquet files at ``path`` (a file, a glob pattern, a directory of
+    ``*.parquet`` files, or a list of files). ``device``: ``None`` / ``"cpu"`` keeps partitions in CPU memory,
+    ``"cuda"`` puts each on its worker's current GPU, an int on that GPU.
+
+    Partition sizes (docs/distributed.md, "Partition sizes"; :mod:`arrowdev.integrations.dask.partitions`): by default
+    arrowdev picks a target from the worker's memory (a GPU's, or a CPU worker's limit, over 4 partitions in
+    flight times ``working_set``, the job's bytes per input byte), at least two partitions a worker where the data
+    allows, and never under what a task needs to outweigh Dask's cost (1 GB on a GPU, 50 MB on a CPU); row groups
+    are merged up to the target and larger ones cut into row ranges. ``partition_bytes`` (bytes of the columns
+    read, uncompressed) or ``rows_per_partition`` sets the target instead; a choice that makes tasks
+    overhead-bound gives a :class:`~arrowdev.dask.PartitionSizeWarning`. The footers are read here.
+    """
     if device not in (None, "cpu", "cuda") and not isinstance(device, int):
         raise ValueError(f"expected device None, 'cpu', 'cuda' or a GPU index, got {device!r}")
-    pieces = [(f, i) for f in _files(path) for i in range(pq.ParquetFile(f).metadata.num_row_groups)]
-    return from_map(_read_row_group, [f for f, _ in pieces], [i for _, i in pieces],
-                    [columns] * len(pieces), [device] * len(pieces))
+    if partition_bytes is not None and rows_per_partition is not None:
+        raise ValueError("expected at most one of partition_bytes and rows_per_partition, got both")
+    columns = None if columns is None else list(columns)
+    groups = row_groups(_files(path), columns)
+    on_gpu = device not in (None, "cpu")
+    memory, workers = cluster_memory(on_gpu, device)
+    auto = target_partition_bytes(sum(g.nbytes for g in groups), memory, workers, on_gpu, working_set)
+    if rows_per_partition is not None:
+        partitions = plan(groups, target_rows=rows_per_partition)
+    else:
+        partitions = plan(groups, target_bytes=partition_bytes if partition_bytes is not None else auto)
+    if partition_bytes is not None or rows_per_partition is not None:
+        warn_if_overhead_bound(partition_sizes(partitions, groups), on_gpu, auto)
+    n = len(partitions)
+    return from_map(_read_partition, partitions, [columns] * n, [device] * n)
 
 
 def to_parquet(parts: PartitionedTable, path: str, *, compute: bool = True, **options: Any) -> Any:

@@ -1,0 +1,155 @@
+"""read_parquet's partition sizes (arrowdev.integrations.dask.partitions): the rule's exact numbers, the plan of row groups
+(merged, cut, every row once, in order), and the warning for partitions too small to outweigh Dask's cost."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import arrowdev.dask as add
+from arrowdev.dask import parquet, partitions
+from arrowdev.integrations.dask.partitions import Piece, RowGroup, plan, target_partition_bytes
+
+GiB = 2**30
+
+
+def test_the_floor_and_the_ceiling():
+    assert partitions.min_partition_bytes(on_gpu=True) == 1_000_000_000  # 50 ms at 20 GB/s
+    assert partitions.min_partition_bytes(on_gpu=False) == 50_000_000  # 50 ms at 1 GB/s
+    assert partitions.max_partition_bytes(80 * GiB) == 5 * GiB  # 4 in flight x a working set of 4
+    assert partitions.max_partition_bytes(80 * GiB, working_set=10) == 2 * GiB
+    with pytest.raises(ValueError, match="working set > 0"):
+        partitions.max_partition_bytes(GiB, working_set=0)
+
+
+@pytest.mark.parametrize(("total", "memory", "workers", "gpu", "expected"), [
+    (17_000_000_000, 80 * GiB, 4, True, 2_125_000_000),    # balance: two partitions a worker
+    (17_000_000_000, 80 * GiB, 1, True, 5 * GiB),          # one GPU: the ceiling
+    (10**6, 80 * GiB, 4, True, 1_000_000_000),             # little data: the floor, one partition
+    (10**11, 8 * GiB, 4, True, GiB // 2),                  # a small GPU: the ceiling under the floor wins
+    (10**9, 4 * GiB, 2, False, 250_000_000),               # CPU workers of 4 GiB: balance
+    (10**11, 4 * GiB, 2, False, 4 * GiB // 16),            # CPU: the ceiling
+    (10**7, 4 * GiB, 2, False, 50_000_000),                # CPU: the floor
+])
+def test_the_target(total, memory, workers, gpu, expected):
+    assert target_partition_bytes(total, memory, workers, gpu) == expected
+
+
+def _pieces(parts):
+    return [[(p.path, p.index, p.start, p.stop) for p in part] for part in parts]
+
+
+def test_small_row_groups_merge_and_large_ones_are_cut():
+    groups = [RowGroup("f0", 0, 100, 1_000), RowGroup("f0", 1, 100, 1_000), RowGroup("f1", 0, 1000, 10_000),
+              RowGroup("f1", 1, 100, 1_000), RowGroup("f2", 0, 100, 1_000)]
+    assert _pieces(plan(groups, target_bytes=3_000)) == [
+        [("f0", 0, 0, 100), ("f0", 1, 0, 100)],                     # merged, the next would pass the target
+        [("f1", 0, 0, 250)], [("f1", 0, 250, 500)], [("f1", 0, 500, 750)], [("f1", 0, 750, 1000)],  # cut in 4
+        [("f1", 1, 0, 100), ("f2", 0, 0, 100)],                     # merged across files
+    ]
+    assert _pieces(plan(groups, target_rows=1000)) == [
+        [("f0", 0, 0, 100), ("f0", 1, 0, 100)], [("f1", 0, 0, 1000)], [("f1", 1, 0, 100), ("f2", 0, 0, 100)]]
+    assert plan([], target_bytes=10) == []
+
+
+def test_every_row_once_and_in_order():
+    rng = random.Random(7)
+    for _ in range(200):
+        groups = [RowGroup(f"f{i // 3}", i % 3, rows, rows * rng.randint(1, 40))
+                  for i, rows in enumerate(rng.randint(1, 5000) for _ in range(rng.randint(1, 12)))]
+        target = rng.randint(1, 60_000)
+        parts = plan(groups, target_bytes=target)
+        flat = [p for part in parts for p in part]
+        covered = {}
+        for p in flat:
+            covered.setdefault((p.path, p.index), []).append((p.start, p.stop))
+        assert list(covered) == [(g.path, g.index) for g in groups]  # in order
+        for g in groups:
+            ranges = covered[g.path, g.index]
+            assert ranges[0][0] == 0 and ranges[-1][1] == g.rows
+            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))  # back to back, no gap, no overlap
+        for (rows, nbytes), part in zip(partitions.partition_sizes(parts, groups), parts):
+            assert nbytes <= target or len(part) == 1  # only a cut piece of one row group may pass it (by rounding)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"target_bytes": 1, "target_rows": 1}, {"target_bytes": 0},
+                                    {"target_rows": -5}, {"target_rows": 2.5}])
+def test_plan_refuses_bad_targets(kwargs):
+    with pytest.raises(ValueError, match="expected"):
+        plan([RowGroup("f", 0, 10, 10)], **kwargs)
+
+
+def _write(tmp_path, files=3, rows=4000, row_group=1000):
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(files):
+        t = pa.table({"id": np.arange(i * rows, (i + 1) * rows), "x": rng.random(rows),
+                      "s": pa.array([f"v{j % 97}" for j in range(rows)])})
+        pq.write_table(t, tmp_path / f"p{i}.parquet", row_group_size=row_group)
+        paths.append(str(tmp_path / f"p{i}.parquet"))
+    return paths
+
+
+def test_read_parquet_merges_small_row_groups_by_itself_without_a_warning(tmp_path):
+    paths = _write(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parts = add.read_parquet(paths, columns=["id", "s"])
+    assert parts.npartitions == 1  # 12 row groups of a few KB: under the floor, one partition
+    got = parts.compute(scheduler="sync")
+    assert got.column_names == ["id", "s"] and got.column("id").to_pylist() == list(range(12_000))
+    assert got.column("s").num_chunks == 1  # merged row groups become one chunk a column
+
+
+def test_a_choice_of_small_partitions_warns_and_still_reads_every_row_in_order(tmp_path):
+    paths = _write(tmp_path)
+    with pytest.warns(add.PartitionSizeWarning, match=r"about \d[\d,]* bytes \(1,000 rows\).*Dask's fixed cost of "
+                      r"about 6 ms a task.*at least 50,000,000 bytes"):
+        parts = add.read_parquet(paths, rows_per_partition=1500)
+    assert parts.npartitions == 12  # each row group alone (two would pass 1500 rows)
+    with pytest.warns(add.PartitionSizeWarning):
+        cut = add.read_parquet(paths, partition_bytes=10_000)  # row groups of ~30 KB cut into row ranges
+    assert cut.npartitions > 12
+    for collection in (parts, cut):
+        assert collection.compute(scheduler="sync").column("id").to_pylist() == list(range(12_000))
+
+
+def test_one_partition_or_large_enough_ones_do_not_warn(tmp_path):
+    paths = _write(tmp_path, files=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert add.read_parquet(paths, rows_per_partition=10**6).npartitions == 1
+        assert add.read_parquet(paths, partition_bytes=10**9).npartitions == 1
+
+
+def test_read_parquet_refuses_two_targets(tmp_path):
+    paths = _write(tmp_path, files=1)
+    with pytest.raises(ValueError, match="at most one of partition_bytes and rows_per_partition"):
+        add.read_parquet(paths, rows_per_partition=10, partition_bytes=10)
+    with pytest.raises(ValueError, match="target size of at least 1"):
+        add.read_parquet(paths, rows_per_partition=0)
+
+
+def test_row_groups_count_only_the_columns_read(tmp_path):
+    [path] = _write(tmp_path, files=1, rows=1000, row_group=500)
+    every = parquet.row_groups([path], None)
+    some = parquet.row_groups([path], ["id"])
+    assert [(g.index, g.rows) for g in every] == [(0, 500), (1, 500)]
+    meta = pq.read_metadata(path).row_group(0)
+    assert some[0].nbytes == meta.column(0).total_uncompressed_size < every[0].nbytes == meta.total_byte_size
+
+
+def test_without_a_client_a_cpu_worker_is_a_core():
+    memory, workers = parquet.cluster_memory(on_gpu=False)
+    assert workers >= 1 and memory > 0
+    gpu_memory, gpu_workers = parquet.cluster_memory(on_gpu=True)
+    assert gpu_workers == 1 and gpu_memory > 0  # this process's GPU, or 16 GiB where there is none
+
+
+def test_piece_is_a_plain_tuple():
+    assert Piece("f", 1, 2, 3) == ("f", 1, 2, 3)
