@@ -107,9 +107,66 @@ def _read_piece(piece: Piece, columns: list[str] | None) -> Any:
     return got if (piece.start, piece.stop) == (0, got.num_rows) else got.slice(piece.start, piece.stop - piece.start)
 
 
-def _read_partition(pieces: tuple[Piece, ...], columns: list[str] | None, device: int | str | None) -> ArrowTable:
+def _engine(engine: str, on_gpu: bool) -> str:
+    """The reader a partition is read with: "cudf" (libcudf decodes the Parquet pages on the GPU, where
+    pylibcudf is installed) or "pyarrow" (the CPU decodes, the table is then copied to the GPU)."""
+    if engine not in ("auto", "cudf", "pyarrow"):
+        raise ValueError(f"expected engine 'auto', 'cudf' or 'pyarrow', got {engine!r}")
+    if engine == "pyarrow" or not on_gpu:
+        return "pyarrow"
+    try:
+        import pylibcudf  # noqa: F401
+    except ImportError:
+        if engine == "cudf":
+            raise ImportError("engine='cudf' needs pylibcudf: pip install pylibcudf-cu13 (RAPIDS), or use "
+                              "engine='pyarrow'") from None
+        return "pyarrow"
+    return "cudf"
+
+
+def _read_on_gpu(pieces: tuple[Piece, ...], columns: list[str] | None) -> ArrowTable:
+    """The partition decoded on this worker's GPU by libcudf (pylibcudf), its columns taken over zero-copy
+    through ``__arrow_c_device_array__`` (RMM memory, kept alive by the columns)."""
+    import pylibcudf as plc
+
+    from ...column import column
+
+    tables = []
+    for piece in pieces:
+        builder = plc.io.parquet.ParquetReaderOptions.builder(plc.io.types.SourceInfo([piece.path]))
+        options = (builder.columns(columns) if columns is not None else builder).build()
+        options.set_row_groups([[piece.index]])
+        got = plc.io.parquet.read_parquet(options)
+        names = got.column_names(include_children=False)
+        tbl = table({name: column(col) for name, col in zip(names, got.columns)})
+        if (piece.start, piece.stop) != (0, tbl.num_rows):
+            tbl = tbl[piece.start:piece.stop]
+        tables.append(tbl)
+    if len(tables) == 1:
+        return tables[0]
+    from .collection import concat_tables
+
+    return concat_tables(tables)
+
+
+def _pyarrow_threads() -> None:
+    """Lets PyArrow decode with several cores in a GPU worker: distributed starts workers with
+    OMP_NUM_THREADS=1, which PyArrow takes as the size of its pool (a GPU worker runs one task at a time)."""
     import pyarrow as pa
 
+    cores = os.cpu_count() or 1
+    if pa.cpu_count() == 1 and cores > 1:
+        pa.set_cpu_count(min(8, cores))
+
+
+def _read_partition(pieces: tuple[Piece, ...], columns: list[str] | None, device: int | str | None,
+                    engine: str = "pyarrow") -> ArrowTable:
+    import pyarrow as pa
+
+    if engine == "cudf":
+        return _read_on_gpu(pieces, columns)
+    if device is not None and device != "cpu":
+        _pyarrow_threads()
     parts = [_read_piece(p, columns) for p in pieces]
     got = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     if len(parts) > 1:
@@ -154,7 +211,7 @@ def _free_and_total(device: int) -> tuple[int, int]:
 
 def read_parquet(path: str | list[str], columns: list[str] | None = None, device: int | str | None = None, *,
                  partition_bytes: int | None = None, rows_per_partition: int | None = None,
-                 working_set: float = DEFAULT_WORKING_SET) -> PartitionedTable:
+                 working_set: float = DEFAULT_WORKING_SET, engine: str = "auto") -> PartitionedTable:
     """A :class:`PartitionedTable` over the Parquet files at ``path`` (a file, a glob pattern, a directory of
     ``*.parquet`` files, or a list of files). ``device``: ``None`` / ``"cpu"`` keeps partitions in CPU memory,
     ``"cuda"`` puts each on its worker's current GPU, an int on that GPU.
@@ -166,6 +223,11 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None, device
     are merged up to the target and larger ones cut into row ranges. ``partition_bytes`` (bytes of the columns
     read, uncompressed) or ``rows_per_partition`` sets the target instead; a choice that makes tasks
     overhead-bound gives a :class:`~arrowdev.dask.PartitionSizeWarning`. The footers are read here.
+
+    ``engine``: who decodes the Parquet pages. ``"cudf"``: libcudf on the worker's GPU (pylibcudf; the columns
+    are taken over zero-copy); ``"pyarrow"``: PyArrow on the worker's CPU, then a copy to the GPU (on ``device``
+    None / "cpu" always this); ``"auto"`` (default): "cudf" for GPU partitions where pylibcudf is installed.
+    Decoding is most of the work of a job that reads and transforms (docs/distributed.md has the measures).
     """
     if device not in (None, "cpu", "cuda") and not isinstance(device, int):
         raise ValueError(f"expected device None, 'cpu', 'cuda' or a GPU index, got {device!r}")
@@ -183,7 +245,10 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None, device
     if partition_bytes is not None or rows_per_partition is not None:
         warn_if_overhead_bound(partition_sizes(partitions, groups), on_gpu, auto)
     n = len(partitions)
-    return from_map(_read_partition, partitions, [columns] * n, [device] * n)
+    reader = _engine(engine, on_gpu)
+    if reader == "cudf" and device not in ("cuda", None):
+        raise ValueError(f"engine 'cudf' reads onto each worker's current GPU: expected device='cuda', got {device!r}")
+    return from_map(_read_partition, partitions, [columns] * n, [device] * n, [reader] * n)
 
 
 def to_parquet(parts: PartitionedTable, path: str, *, compute: bool = True, **options: Any) -> Any:
