@@ -105,7 +105,8 @@ def cudf_peak(series: Any, name: str, runs: int) -> dict[str, Any] | None:
             out = CUDF_OPS[name](series)
             cupy.cuda.Device().synchronize()
             times.append(time.perf_counter() - t0)
-            peaks.append(stats.allocation_counts["peak_bytes"])
+            counts = stats.allocation_counts
+            peaks.append(counts["peak_bytes"] if isinstance(counts, dict) else counts.peak_bytes)
             out_bytes = int(out.memory_usage())
             del out
         finally:

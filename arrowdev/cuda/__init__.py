@@ -13,6 +13,7 @@ from ..core import chunks as _chunked
 from ..core.types import Device
 from .capture import Graph, capture
 from ..gpu.memory import memory_stats, reset_peak, set_limit, use_rmm
+from ..gpu import memory, runtime  # noqa: F401  (ad.cuda.runtime, ad.cuda.memory: their names before gpu/)
 from ..gpu.runtime import device_count, is_available
 from .lease_server import BrokenLeaseWarning, set_exit_wait
 from .publish import get, names, publish, unpublish
