@@ -93,7 +93,7 @@ def test_buffers_larger_than_the_shard_size_travel_between_workers_without_merge
     copies every frame's shards back together but the first's; CPU buffers above it travel in row ranges
     under it instead (a chunk each on the receiver): nothing is copied, the values are the same. The same
     table sent with each buffer one frame (the registration before) is the reference: copies happen."""
-    from arrowdev.dask import _distributed
+    from arrowdev.integrations.dask import _distributed
 
     rng = np.random.default_rng(3)
     n = 20_000

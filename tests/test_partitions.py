@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import arrowdev.dask as add
-from arrowdev.dask import parquet, partitions
+from arrowdev.integrations.dask import parquet, partitions
 from arrowdev.integrations.dask.partitions import Piece, RowGroup, plan, target_partition_bytes
 
 GiB = 2**30
