@@ -168,7 +168,7 @@ def _release_memory() -> None:
 
     gc.collect()
     with contextlib.suppress(Exception):
-        from arrowdev.cuda import memory
+        from arrowdev.gpu import memory  # arrowdev/gpu/memory.py since the layers restructure
 
         if memory.in_use():
             memory.pool().free_all_blocks()
