@@ -211,7 +211,7 @@ class ArrowTable:
                 raise TypeError(f"expected integer row indices, got names {list(key)!r}: "
                                 "select columns with tbl.select(names)")
             return self.take(key)
-        return self.column(key)
+        return self.column(cast("int | str", key))
 
     def take(self, indices: Any) -> ArrowTable:
         """The rows at ``indices``, in that order, from every column (a copy; see
