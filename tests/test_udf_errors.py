@@ -47,7 +47,7 @@ def test_cpu_udf_without_numba_names_the_udf_extra():
             print("RAISED:", e)
         """)
     assert child.returncode == 0, child.stderr
-    assert 'pip install "arrowdev[udf]"' in child.stdout
+    assert 'pip install "arrowdev[udf]"' in child.stdout or '-e "' in child.stdout
     assert "numba" in child.stdout
 
 
@@ -80,6 +80,33 @@ def test_gpu_kernel_without_numba_cuda_names_the_cuda_extra():
         """)
     assert child.returncode == 0, child.stderr
     assert 'RAISED:' in child.stdout and 'pip install "arrowdev[cuda13]"' in child.stdout
+
+
+@pytest.mark.parametrize("points_here", [True, False], ids=["editable install of this checkout", "elsewhere"])
+def test_install_hints_name_the_checkout_or_both_forms(tmp_path, points_here):
+    """From an editable install of this checkout (the README's quick start) the hint is the command for it;
+    otherwise both forms (the package index's, and a checkout's: arrowdev is not on the index yet)."""
+    import json
+    import pathlib
+
+    root = pathlib.Path(ad.__file__).resolve().parent.parent
+    info = tmp_path / "arrowdev-0.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: arrowdev\nVersion: 0.0.0\n")
+    target = root if points_here else tmp_path
+    (info / "direct_url.json").write_text(json.dumps({"url": target.as_uri(), "dir_info": {"editable": True}}))
+    child = _run_child([], f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        from arrowdev.errors import install_hint
+        print(install_hint("udf"))
+        """)
+    assert child.returncode == 0, child.stderr
+    if points_here:
+        assert child.stdout.strip() == f'pip install -e "{root}[udf]" (this checkout, installed in editable mode)'
+    else:
+        assert child.stdout.strip() == ('pip install "arrowdev[udf]", or from a checkout of arrowdev: '
+                                        'pip install -e ".[udf]"')
 
 
 def _foreign_gpu_column() -> ad.ArrowColumn:
