@@ -69,7 +69,7 @@ WINDOW_CASES = [("cpu", "float64"), ("cpu", "bool")] + [pytest.param("cuda", t, 
 @pytest.mark.parametrize("method", WINDOW_METHODS)
 def test_window_array_methods_follow_numpy_on_both_targets(device, dtype, method):
     """``w.max()``, ``w.mean()``, ... on a window: NumPy's values and NaN rules, numba's CPU result types, on the
-    CPU (numba's own methods) and on the GPU (arrowdev's, udf/window_methods.py)."""
+    CPU (numba's own methods) and on the GPU (arrowdev's, udf/compile/window_methods.py)."""
     data = WINDOW_VALUES[dtype]
     col = on(device, data)
     f = eval(f"lambda w: w.{method}()")  # noqa: S307  (one UDF per method, as a user writes it)
