@@ -162,9 +162,9 @@ def test_tests_run_from_the_unpacked_sdist(sdist, tmp_path):
     env = {"PYTHONPATH": str(tree)}
     where = _run([sys.executable, "-c", "import arrowdev; print(arrowdev.__file__)"], tmp_path, **env)
     assert where.stdout.strip() == str(tree / "arrowdev" / "__init__.py")
-    collected = _run([sys.executable, "-m", "pytest", "--collect-only", "-q"], tree, **env)
+    collected = _run([sys.executable, "-m", "pytest", "-n", "0", "--collect-only", "-q"], tree, **env)
     assert " error" not in collected.stdout.splitlines()[-1], collected.stdout[-2000:]
-    ran = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/test_examples.py",
+    ran = _run([sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:randomly", "tests/test_examples.py",
                 "tests/test_column.py", "-k", "test_examples or null_count or slice"], tree, **env)
     assert " passed" in ran.stdout and "failed" not in ran.stdout
 
@@ -253,7 +253,7 @@ def test_in_ci_only_gpu_tests_may_skip(tmp_path):
 def test_kernel_compiling_tests_are_marked_so_that_they_skip_only_outside_ci():
     import conftest
 
-    result = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "numba_cuda",
+    result = _run([sys.executable, "-m", "pytest", "-n", "0", "--collect-only", "-q", "-m", "numba_cuda",
                    "tests/test_udf.py", "tests/test_string_udf.py", "tests/test_managed_strings.py"], ROOT,
                   PYTHONPATH=str(ROOT))
     marked = [line for line in result.stdout.splitlines() if "::" in line]
