@@ -40,6 +40,6 @@ def as_udf(f: Any, arity: int) -> Callable:
         raise TypeError(f"expected a function, got {type(f).__name__}")
     wrapper = _maker(arity)(f)
     wrapper.__qualname__ = wrapper.__name__ = f"<{_name(f)}>"
-    wrapper.__arrowdev_wraps__ = (f"{_name(f)!r} (a callable that is not a Python function, called from a "  # type: ignore[attr-defined]
-                                  "Python function arrowdev wrote)")
+    wrapper.__arrowdev_wraps__ = (  # type: ignore[attr-defined]
+        f"{_name(f)!r} (a callable that is not a Python function, called from a Python function arrowdev wrote)")
     return wrapper
