@@ -185,7 +185,7 @@ def test_types_equal_the_pyarrow_types_they_stand_for(name):
 def test_type_ids_are_pyarrow_s_and_keep_their_names():
     from pyarrow.types import TypesEnum
 
-    from arrowdev.types import _PYARROW_TYPE_IDS, TypeId
+    from arrowdev.core.types import _PYARROW_TYPE_IDS, TypeId
 
     assert {name: TypesEnum[name.upper()].value for name in _PYARROW_TYPE_IDS if name != "extension"} == \
         {name: i for name, i in _PYARROW_TYPE_IDS.items() if name != "extension"}

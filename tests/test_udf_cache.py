@@ -227,6 +227,6 @@ def test_the_suite_compiles_into_a_temporary_cache_not_the_users():
     home = Path(os.path.expanduser("~")) / ".cache" / "arrowdev"
     assert not folder.is_relative_to(home)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.run([sys.executable, "-c", "from arrowdev.udf import cache; print(cache.cache_dir())"],
+    child = subprocess.run([sys.executable, "-c", "from arrowdev.udf.compile import cache; print(cache.cache_dir())"],
                            capture_output=True, text=True, env=env, timeout=60)
     assert child.stdout.strip() == str(folder)
