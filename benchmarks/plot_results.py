@@ -47,19 +47,17 @@ def _caption(record: dict[str, Any]) -> str:
 LABELS = {"issue UDF": 'seed UDF: upper if len > 2 else s + s, then + "abc"'}
 
 
-def _recorded_by(record: dict[str, Any]) -> str:
-    """The command that recorded the results, without the machine's own output path."""
-    command = record.get("command") or f"benchmarks/{record['benchmark']}.py --json"
-    return re.sub(r"(--json)\s+\S+", r"\1", command)
-
-
-def _drawn_by(record: dict[str, Any]) -> str:
-    return (f"Drawn by: python3 benchmarks/plot_results.py, from benchmarks/results/{record['benchmark']}.json\n"
-            f"Recorded by: {_recorded_by(record)}")
+def _drawn_by(record: dict[str, Any], out: pathlib.Path) -> str:
+    """The command that drew the figure, its results file, and the command that recorded them (without the
+    machine's own output path)."""
+    benchmark = record.get("benchmark") or next((n for n, (image, _) in PLOTS.items() if image == out.name), "?")
+    command = re.sub(r"(--json)\s+\S+", r"\1", record.get("command") or f"benchmarks/{benchmark}.py --json")
+    return (f"Drawn by: python3 benchmarks/plot_results.py, from benchmarks/results/{benchmark}.json\n"
+            f"Recorded by: {command}")
 
 
 def _save(fig: Any, out: pathlib.Path, record: dict[str, Any]) -> pathlib.Path:
-    drawn_by = _drawn_by(record)
+    drawn_by = _drawn_by(record, out)
     fig.text(0.01, 0.005, drawn_by, fontsize=6.5, color="dimgrey", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(out, dpi=110, metadata={**METADATA, "Source": drawn_by.replace("\n", "; ")})

@@ -145,20 +145,9 @@ def _numpy_view(col: ArrowColumn) -> np.ndarray:
 
 # ---- rows by position ----------------------------------------------------------------------------
 
-class _Gathered:
-    """Gathered values and validity as a CAI producer, for :func:`from_cuda_array_interface`."""
-
-    def __init__(self, values: Any, valid: Any, stream: Any) -> None:
-        cai = dict(values.__cuda_array_interface__)
-        cai["mask"], cai["stream"] = valid, stream.ptr or None
-        self.__cuda_array_interface__ = cai
-        self._keep = values
-
-
 def gather(col: ArrowColumn, indices: np.ndarray) -> tuple[DataType, list[Any]]:
     """Rows ``indices`` (int64, in range) of a fixed-width column on a GPU (numbers, temporal types,
     bool), gathered by CuPy on arrowdev's stream (a copy): its type and one chunk."""
-    from ..core.from_cuda_arrays import from_cuda_array_interface
     from ..gpu import runtime
 
     dtype = col.type
@@ -182,8 +171,15 @@ def gather(col: ArrowColumn, indices: np.ndarray) -> tuple[DataType, list[Any]]:
         where = cp.asarray(indices)
         taken = (cp.concatenate(values) if values else cp.empty(0, raw))[where]
         mask = (cp.concatenate(valid) if valid else cp.empty(0, cp.bool_))[where]
-        _, (held,) = from_cuda_array_interface(_Gathered(cp.ascontiguousarray(taken), mask, stream))
-    return dtype, [held.with_type(dtype)]
+        n = len(indices)
+        data = cp.packbits(taken, bitorder="little") if bits == 1 else cp.ascontiguousarray(taken)
+        null_count = n - int(cp.count_nonzero(mask))
+        bitmap = cp.packbits(mask, bitorder="little") if null_count else None
+        event = runtime.SyncEvent(stream, device_id)  # recorded after every step above: readers wait on it
+    addresses = [bitmap.data.ptr if bitmap is not None else 0, data.data.ptr if n else 0]
+    held = _capsules.build(dtype, n, null_count, 0, addresses, [], device_type=col.device.code,
+                           device_id=device_id, keepalive=[data, bitmap, event], sync_event=event.address)
+    return dtype, [held]
 
 
 def _raw_values(cp: Any, col: ArrowColumn, held: Any, raw: np.dtype) -> Any:
