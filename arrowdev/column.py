@@ -29,6 +29,7 @@ from . import _capsules
 from .core import chunks as _chunked, layout
 from .core.chunks import reader_for, struct_field  # noqa: F401  (udf/apply.py on main imports them from here)
 from .core.layout import BufferInfo
+from .interop import take as _take
 from .core.from_arrow import check_tree, read_arrow, read_arrow_after
 from .core.to_arrow import (StreamOnly, array_capsules, cheap_target, check_kwargs, cpu_labelled,
                             pyarrow_import_device_array, stream_capsule)
@@ -171,12 +172,20 @@ class ArrowColumn(_capsules.ColumnCore):
 
     _chunk_starts = _chunked.chunk_starts
 
-    def __getitem__(self, key: int | builtins.slice) -> Any:
-        if isinstance(key, slice):
-            start, stop, step = key.indices(len(self))
-            if step != 1:
-                raise ValueError(f"expected a slice with step 1 (slices are zero-copy), got step {step}")
+    def take(self, indices: Any) -> ArrowColumn:
+        """The rows at ``indices`` (a list, tuple or NumPy array of ints, or an integer Arrow column), in
+        that order: a copy, as PyArrow's ``take`` (Polars' ``gather``). On a GPU, fixed-width types are
+        gathered there (CuPy). Negative indices are refused, as by PyArrow (see :mod:`arrowdev.interop.take`)."""
+        return ArrowColumn(*_take.take_column(self, _take.row_indices(indices, len(self))))
+
+    def __getitem__(self, key: int | builtins.slice | Any) -> Any:
+        """``col[i]`` a value; ``col[a:b]`` a zero-copy slice; ``col[::k]`` (any other step) and
+        ``col[[i, j, ...]]`` (ints in a list, tuple, NumPy array or Arrow column) take rows, a copy."""
+        if isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(len(self))
             return self.slice(start, max(stop - start, 0))
+        if _take.is_row_selection(key):
+            return self.take(key)
         if hasattr(key, "__index__") and not isinstance(key, bool):
             key = operator.index(key)
             n = len(self)
@@ -184,7 +193,7 @@ class ArrowColumn(_capsules.ColumnCore):
             if not 0 <= index < n:
                 raise IndexError(f"index {key} out of range for a column of length {n}")
             return self.slice(index, 1).to_pylist()[0]
-        raise TypeError(f"expected an int or a slice, got {type(key).__name__}")
+        raise TypeError(f"expected an int, a slice or a sequence of ints, got {type(key).__name__}")
 
     # ---- checks and conversions --------------------------------------------------------------
 
@@ -223,11 +232,16 @@ class ArrowColumn(_capsules.ColumnCore):
             yield from chunk.to_pylist()
 
     def equals(self, other: Any) -> bool:
-        """True when ``other`` (any Arrow producer) has the same type and values."""
-        from .interop.pyarrow import to_storage_chunked_array
+        """True when ``other`` (any Arrow producer) has the same type and values, whatever the chunking
+        and the string / binary / list layout (``string``, ``large_string`` and ``string_view`` compare by
+        their values, as do ``list`` and ``large_list``: Polars hands strings over as ``string_view`` and
+        lists as ``large_list``). PyArrow's ``==`` says False across layouts."""
+        from .interop.pyarrow import equal_across_layouts, to_storage_chunked_array
 
         other = ArrowColumn.from_arrow(other)
-        return self._type == other._type and bool(to_storage_chunked_array(self).equals(to_storage_chunked_array(other)))
+        if self._type != other._type:
+            return equal_across_layouts(self, other)
+        return bool(to_storage_chunked_array(self).equals(to_storage_chunked_array(other)))
 
     def __eq__(self, other: object) -> Any:
         """``equals`` (as PyArrow's ``==``); NotImplemented for what is not Arrow data."""
@@ -508,7 +522,27 @@ def column(obj: Any, schema: Any = None) -> ArrowColumn:
             return obj
         return ArrowColumn(*read_arrow_after(obj, None, found))
     dtype, arrays = read_arrow(obj, schema)
-    return ArrowColumn(dtype, arrays)._as_requested(schema)
+    return conformed(ArrowColumn(dtype, arrays)._as_requested(schema), DataType.from_arrow(schema))
+
+
+def conformed(col: ArrowColumn, wanted: DataType) -> ArrowColumn:
+    """``col`` as type ``wanted``: itself when it has that type already (the producer honoured the
+    requested schema), else cast by PyArrow on the CPU (a copy), as ``pa.chunked_array(obj, type=)``
+    and ``pa.table(obj, schema=)`` cast what a producer (Polars, nanoarrow) gives unchanged. Data on a
+    GPU is not cast: ValueError."""
+    if col.type == wanted:
+        return col
+    if not col.device.is_cpu_readable:
+        raise ValueError(f"schema= asks for {wanted}, the producer gave {col.type} on {col.device.type}, where "
+                         "arrowdev does not cast: cast it before, or import it without schema=")
+    from .interop.pyarrow import cast
+
+    try:
+        return ArrowColumn(*cast(col, wanted))
+    except (ValueError, NotImplementedError) as e:  # PyArrow's ArrowInvalid, ArrowNotImplementedError
+        what = f"column {col.name!r}" if col.name else "the column"
+        raise ValueError(f"schema= asks for {wanted}, the producer gave {col.type}, and PyArrow cannot cast "
+                         f"{what} to it: {e}") from e
 
 
 _chunked.register_maker("column", ArrowColumn)

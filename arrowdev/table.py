@@ -26,7 +26,8 @@ from .core import chunks as _chunked
 from .core.chunks import struct_field
 from .core.from_arrow import read_arrow
 from .core.to_arrow import HOST_LABELS, StreamOnly
-from .column import ArrowColumn
+from .column import ArrowColumn, conformed
+from .interop import take as _take
 from .errors import InvalidArrowError
 from .core.types import DataType, Device
 
@@ -75,16 +76,32 @@ class ArrowTable:
     @classmethod
     def from_arrow(cls, obj: Any, schema: Any = None) -> ArrowTable:
         """A table from any Arrow producer of struct data (record batches, tables, readers,
-        struct arrays; Polars DataFrames; arrowdev objects) or a mapping name -> column."""
+        struct arrays; Polars DataFrames; arrowdev objects) or a mapping name -> column (names are
+        strings; bytes and None are read as ``pa.table`` reads them, any other key is refused)."""
         if isinstance(obj, ArrowTable) and schema is None:
             return obj
         if isinstance(obj, Mapping):
-            columns = [ArrowColumn.from_arrow(value).rename(str(name)) for name, value in obj.items()]
-            return cls(columns, len(columns[0]) if columns else 0)
+            columns = [ArrowColumn.from_arrow(value).rename(_column_name(name)) for name, value in obj.items()]
+            made = cls(columns, len(columns[0]) if columns else 0)
+            return made if schema is None else made._conformed(DataType.from_arrow(schema))
         dtype, batches = read_arrow(obj, schema)
         if dtype.storage_id != "struct":
             raise TypeError(f"expected struct (record batch / table) data, got {dtype}")
-        return cls._from_batches(dtype, batches)
+        made = cls._from_batches(dtype, batches)
+        return made if schema is None else made._conformed(DataType.from_arrow(schema))
+
+    def _conformed(self, wanted: DataType) -> ArrowTable:
+        """This table with the schema ``wanted``: itself where the producer honoured it, else its columns
+        cast by PyArrow (:func:`arrowdev.column.conformed`), as ``pa.table(obj, schema=)`` does."""
+        if wanted.storage_id != "struct":
+            raise TypeError(f"expected a schema (a struct type) for a table, got {wanted}")
+        if self.schema == wanted:
+            return self
+        if wanted.field_names != self.column_names:
+            raise ValueError(f"schema= names the columns {wanted.field_names}, the producer gave "
+                             f"{self.column_names}: rename or select them first")
+        columns = [conformed(c, t.with_name(c.name or "")) for c, t in zip(self._columns, wanted.children)]
+        return ArrowTable(columns, self._num_rows, wanted.metadata if wanted.metadata is not None else self._metadata)
 
     @classmethod
     def _from_batches(cls, dtype: DataType, batches: list[Any]) -> ArrowTable:
@@ -183,19 +200,35 @@ class ArrowTable:
         """A column by position or name."""
         return self._columns[self._index(key)]
 
-    def __getitem__(self, key: int | str | slice) -> Any:
-        if isinstance(key, slice):
-            start, stop, step = key.indices(self._num_rows)
-            if step != 1:
-                raise ValueError(f"expected a slice with step 1 (slices are zero-copy), got step {step}")
+    def __getitem__(self, key: int | str | slice | Any) -> Any:
+        """``tbl["a"]`` / ``tbl[0]`` a column (as in PyArrow); ``tbl[a:b]`` a zero-copy slice of rows;
+        ``tbl[::k]`` and ``tbl[[i, j, ...]]`` take rows (a copy, see :meth:`take`)."""
+        if isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(self._num_rows)
             return self.slice(start, max(stop - start, 0))
-        return self.column(key)
+        if _take.is_row_selection(key):
+            if isinstance(key, (list, tuple)) and any(isinstance(k, str) for k in key):
+                raise TypeError(f"expected integer row indices, got names {list(key)!r}: "
+                                "select columns with tbl.select(names)")
+            return self.take(key)
+        return self.column(cast("int | str", key))
+
+    def take(self, indices: Any) -> ArrowTable:
+        """The rows at ``indices``, in that order, from every column (a copy; see
+        :meth:`ArrowColumn.take`)."""
+        rows = _take.row_indices(indices, self._num_rows)
+        return ArrowTable([ArrowColumn(*_take.take_column(c, rows)) for c in self._columns], len(rows),
+                          self._metadata)
 
     def _index(self, key: int | str) -> int:
         if isinstance(key, str):
             names = self.column_names
             if key not in names:
                 raise KeyError(f"no column {key!r}: the columns are {names}")
+            if names.count(key) > 1:  # PyArrow raises KeyError too: a name that is not unique names nothing
+                where = [i for i, name in enumerate(names) if name == key]
+                raise KeyError(f"column {key!r} is ambiguous: {len(where)} columns have that name (at {where}); "
+                               "pick one by position, tbl.column(i)")
             return names.index(key)
         if isinstance(key, int) and -len(self._columns) <= key < len(self._columns):
             return key % len(self._columns)
@@ -455,6 +488,19 @@ class ArrowTable:
     def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
         """The record batches as a device stream, zero-copy."""
         return self.to_struct_array().__arrow_c_device_stream__(requested_schema, **kwargs)
+
+
+def _column_name(name: Any) -> str:
+    """A mapping's key as a column name, as ``pa.table`` reads one: a string, bytes (UTF-8) or None
+    (``'None'``); anything else is refused (TypeError)."""
+    if isinstance(name, str):
+        return name
+    if isinstance(name, bytes):
+        return name.decode()
+    if name is None:
+        return "None"
+    raise TypeError(f"expected column names that are strings, got {type(name).__name__} {name!r}: "
+                    f"name it {str(name)!r}")
 
 
 class _ChunkedTable(ArrowTable):

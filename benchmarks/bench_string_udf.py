@@ -68,7 +68,7 @@ NEW_STRINGS = [
     ("s.upper()", lambda s: s.upper(), pc.utf8_upper),
     ('s + "abc"', lambda s: s + "abc", lambda a: pc.binary_join_element_wise(a, "abc", "")),
     ('s.replace("a", "bb")', lambda s: s.replace("a", "bb"), lambda a: pc.replace_substring(a, "a", "bb")),
-    ("issue UDF", issue_udf, issue_arrow),
+    ("seed UDF", issue_udf, issue_arrow),
 ]
 READ_ONLY = [
     ("len(s)", lambda s: len(s), pc.utf8_length),
@@ -85,7 +85,7 @@ CUDF_PEERS = {  # libcudf's kernel for the same job, on a cudf.Series of the sam
     "s.upper()": lambda sr: sr.str.upper(),
     's + "abc"': lambda sr: sr + "abc",
     's.replace("a", "bb")': lambda sr: sr.str.replace("a", "bb"),
-    "issue UDF": issue_cudf,
+    "seed UDF": issue_cudf,
     "len(s)": lambda sr: sr.str.len(),
     's.startswith("ab")': lambda sr: sr.str.startswith("ab"),
     's.count("ab")': lambda sr: sr.str.count("ab"),

@@ -11,7 +11,9 @@
 - scale_throughput.png: the scale job's rows per second against GPU count, arrowdev and dask-cudf, strong and
   weak scaling (bench_scale.py --json; drawn once benchmarks/results/bench_scale.json is there).
 
-Each figure names the machine and where its numbers come from. Needs matplotlib (the ``docs`` extra).
+Each figure names the machine and where its numbers come from, and says at its foot (and in the PNG's
+``Source`` text) the command that drew it, the results file, and the command that recorded those results.
+Legends sit outside the axes, where they cannot cover a bar or a line. Needs matplotlib (the ``docs`` extra).
 """
 
 from __future__ import annotations
@@ -40,15 +42,36 @@ def _caption(record: dict[str, Any]) -> str:
     return f"{record['machine']}, transcribed from {transcribed[1]}" if transcribed else f"{record['machine']}, {source}"
 
 
-def _save(fig: Any, out: pathlib.Path) -> pathlib.Path:
-    fig.tight_layout()
-    fig.savefig(out, dpi=110, metadata=METADATA)
+# benchmark names that were internal (the first string UDF was the issue's "seed" example) -> what a reader
+# of the figure calls them; results recorded before the rename still carry the old names
+LABELS = {"issue UDF": 'seed UDF: upper if len > 2 else s + s, then + "abc"'}
+
+
+def _drawn_by(record: dict[str, Any], out: pathlib.Path) -> str:
+    """The command that drew the figure, its results file, and the command that recorded them (without the
+    machine's own output path)."""
+    benchmark = record.get("benchmark") or next((n for n, (image, _) in PLOTS.items() if image == out.name), "?")
+    command = re.sub(r"(--json)\s+\S+", r"\1", record.get("command") or f"benchmarks/{benchmark}.py --json")
+    return (f"Drawn by: python3 benchmarks/plot_results.py, from benchmarks/results/{benchmark}.json\n"
+            f"Recorded by: {command}")
+
+
+def _save(fig: Any, out: pathlib.Path, record: dict[str, Any]) -> pathlib.Path:
+    drawn_by = _drawn_by(record, out)
+    fig.text(0.01, 0.005, drawn_by, fontsize=6.5, color="dimgrey", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(out, dpi=110, metadata={**METADATA, "Source": drawn_by.replace("\n", "; ")})
     plt.close(fig)
     return out
 
 
+def _legend_below(ax: Any, ncol: int) -> None:
+    """The legend under the axes (outside them: it covers no bar or line)."""
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol, frameon=False)
+
+
 def plot_udf(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 5.6))
     rows = record["rows"]
     sizes = sorted({r["rows"] for r in rows})
     ceiling = {r["rows"]: r["copy_gb_per_s"] for r in rows}
@@ -69,14 +92,14 @@ def plot_udf(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     ax.set_ylabel("GB/s (read + written)")
     ax.set_ylim(bottom=0)
     ax.set_title(f"Numeric UDFs on the GPU\n{_caption(record)}", fontsize=9)
-    ax.legend(fontsize=8)
-    return _save(fig, out)
+    _legend_below(ax, 2)
+    return _save(fig, out, record)
 
 
 def plot_strings(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     rows = record["rows"]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    names = [r["udf"] for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    names = [LABELS.get(r["udf"], r["udf"]) for r in rows]
     y = range(len(rows))
     series = [("arrowdev (CUDA events)", "arrowdev_ms"), ("device malloc per string (cuDF design)", "device_malloc_ms"),
               ("PyArrow compute (CPU)", "pyarrow_ms")]
@@ -91,13 +114,13 @@ def plot_strings(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     ax.set_xscale("log")
     ax.set_xlabel(f"ms for {record.get('strings', 0):,} strings (log scale; lower is better)")
     ax.set_title(f"String UDFs against their peers\n{_caption(record)}", fontsize=9)
-    ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, out)
+    _legend_below(ax, 2)
+    return _save(fig, out, record)
 
 
 def plot_transfers(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     rows = record["rows"]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7, 4.6))
     directions = ["h2d", "d2h"]
     roles = {"pinned memcpy (ceiling)": "pinned", "arrowdev": "arrowdev", "CuPy, per buffer": "cupy"}
     width = 0.8 / len(roles)
@@ -112,8 +135,8 @@ def plot_transfers(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     ax.set_ylabel("GB/s")
     ax.set_ylim(0, 1.3 * max(r["gb_per_s"] for r in rows))
     ax.set_title(f"Copies of a {record['bytes'] / 2**30:.2f} GiB table\n{_caption(record)}", fontsize=9)
-    ax.legend(fontsize=8, loc="upper center", ncol=3)
-    return _save(fig, out)
+    _legend_below(ax, 3)
+    return _save(fig, out, record)
 
 
 def plot_scale(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
@@ -137,10 +160,10 @@ def plot_scale(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
         ax.set_ylabel("M rows / s (end to end)" if mode != "persisted" else "M rows / s (job over persisted data)")
         ax.set_ylim(bottom=0)
         ax.set_title(mode, fontsize=9)
-        ax.legend(fontsize=8)
+        _legend_below(ax, 1)
     fig.suptitle(f"The scale job (examples/scale_job.py), {record.get('dataset_rows', 0):,} rows\n{_caption(record)}",
                  fontsize=9)
-    return _save(fig, out)
+    return _save(fig, out, record)
 
 
 PLOTS = {"bench_udf": ("udf_bandwidth.png", plot_udf), "bench_string_udf": ("string_udfs.png", plot_strings),

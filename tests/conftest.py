@@ -6,6 +6,9 @@
   (or ``compile`` and ``without_a_gpu``); without numba-cuda they skip, naming the extra to install.
 - In CI (``CI=true``) nothing but GPU tests may skip: any other skip is reported as a failure, so a missing
   extra (numba-cuda, Sphinx, matplotlib) fails CI instead of hiding tests.
+- The suite compiles its kernels into a temporary cache folder (``ARROWDEV_CACHE_DIR``, made before the
+  test workers start, shared by them and by the processes tests start, removed at the end), never into the
+  user's ``~/.cache/arrowdev``: every run compiles from nothing, as CI does.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -34,6 +39,30 @@ GPU = _gpu_available()
 NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 NEEDS_NUMBA_CUDA = "needs numba-cuda to compile for the CUDA target: pip install -e '.[test,kernels]'"
+
+
+def pytest_configure(config):
+    """A temporary kernel cache for the whole run, made by the process that starts the workers (they and
+    every process a test starts inherit the variable)."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller made it
+        return
+    folder = tempfile.mkdtemp(prefix="arrowdev-test-kernels-")
+    config.stash[_CACHE_KEY] = (folder, os.environ.get("ARROWDEV_CACHE_DIR"))
+    os.environ["ARROWDEV_CACHE_DIR"] = folder
+
+
+def pytest_unconfigure(config):
+    folder, before = config.stash.get(_CACHE_KEY, (None, None))
+    if folder is None:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    if before is None:
+        os.environ.pop("ARROWDEV_CACHE_DIR", None)
+    else:
+        os.environ["ARROWDEV_CACHE_DIR"] = before
+
+
+_CACHE_KEY = pytest.StashKey[tuple]()
 
 
 def needs_numba_cuda(item: pytest.Item) -> bool:

@@ -202,6 +202,19 @@ def test_unsupported_objects(obj):
         ad.table(obj)
 
 
+@pytest.mark.parametrize("values,error,match", [
+    (np.zeros((2, 3)), ValueError, r"expected a 1-D NumPy array \(one column\), got shape \(2, 3\): pass one column"),
+    (np.array(5), ValueError, r"got shape \(\)"),
+    ([1, "a"], ValueError, "expected a list .* of values of one type.* it refused this list: Could not convert 'a'"),
+    (["a", 1], TypeError, "of values of one type"),
+    ([[1], 2], ValueError, "of values of one type"),
+], ids=["2-D array", "0-D array", "int then str", "str then int", "list then int"])
+def test_lists_and_arrays_pyarrow_refuses_say_what_makes_a_column(values, error, match):
+    with pytest.raises(error, match=match) as info:
+        ad.column(values)
+    assert not type(info.value).__module__.startswith("pyarrow")  # arrowdev's wording, PyArrow's as the cause
+
+
 def test_bare_array_capsule_needs_a_schema():
     _, array = pa.array([1, 2]).__arrow_c_array__()
     with pytest.raises(TypeError, match="schema"):

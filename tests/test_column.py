@@ -337,11 +337,6 @@ def test_slices_share_the_buffers():
     assert back.offset == 3 and _addresses(back) == _addresses(INTS)
 
 
-@pytest.mark.parametrize("bad", [slice(None, None, 2), slice(None, None, -1), slice(1, 5, 3)])
-def test_slice_step_other_than_one_raises(bad):
-    with pytest.raises(ValueError, match="step"):
-        ad.column(INTS)[bad]
-
 
 @pytest.mark.parametrize("args", [(-1, None), (0, -1)])
 def test_negative_slice_arguments_raise(args):

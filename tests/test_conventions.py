@@ -32,6 +32,25 @@ def test_equality_compares_values_as_pyarrow_does():
         {tbl}
 
 
+@pytest.mark.parametrize("layout", [pa.string(), pa.large_string(), pa.string_view()], ids=str)
+def test_equality_compares_strings_across_layouts_as_across_chunkings(layout):
+    """Polars hands strings over as string_view and lists as large_list: ``tbl == pl.DataFrame(tbl)`` holds.
+    PyArrow's ``==`` says False across layouts; arrowdev compares values, as it does across chunkings."""
+    import polars as pl
+
+    values = ["a", None, "a string longer than twelve bytes"]
+    col = ad.column(pa.chunked_array([values[:1], values[1:]], layout))
+    for other in (pa.array(values, pa.string()), pa.array(values, pa.large_string()), pa.array(values, pa.string_view()),
+                  pl.Series(values)):
+        assert col == other and ad.column(other) == col
+    assert col != pa.array(["a", None, "another"], pa.string_view()) and col != pa.array([1, None, 3])
+    nested = ad.column(pa.array([[v] for v in values], pa.list_(layout)))
+    assert nested == pa.array([[v] for v in values], pa.large_list(pa.string_view()))
+    tbl = ad.table({"s": col, "n": INTS[:3], "l": nested, "b": pa.array([b"x", None, b"y"])})
+    assert tbl == pl.DataFrame(tbl) and pl.DataFrame(tbl).equals(pl.DataFrame(pa.table(tbl)))
+    assert tbl != pl.DataFrame(tbl).with_columns(pl.col("s").str.to_uppercase())
+
+
 # ---- NumPy -------------------------------------------------------------------------------------------
 
 
@@ -142,3 +161,35 @@ def test_table_repr_shows_schema_and_rows():
     text = repr(ad.table({"a": pa.array(range(8)), "s": pa.array(["x", None] * 4)}))
     assert "rows=8 columns=2 batches=1" in text
     assert "a: int64\ns: string\n----\na: [0, 1, 2, 3, 4] ...\ns: ['x', None, 'x', None, 'x'] ..." in text
+
+
+# ---- types -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_types_equal_the_pyarrow_types_they_stand_for(name):
+    """``col.type == pa.float64()`` either way round, and ``pa.types.is_*`` read arrowdev's types: ``id``
+    is PyArrow's integer id (and still its name)."""
+    import pyarrow.types as pt
+
+    col, native = ad.column(CASES[name]), CASES[name].type
+    assert col.type == native and native == col.type and not col.type != native
+    assert col.type.id == native.id and hash(col.type.id) == hash(native.id) and col.type.id in {native.id}
+    predicates = [getattr(pt, p) for p in dir(pt) if p.startswith("is_") and p.endswith(tuple("abcdefghijklmnopqrstuvwxyz"))
+                  and p not in ("is_boolean_value", "is_integer_value", "is_float_value")]
+    assert [p(col.type) for p in predicates] == [p(native) for p in predicates]
+    other = pa.int8() if native != pa.int8() else pa.int16()
+    assert col.type != other and other != col.type
+
+
+def test_type_ids_are_pyarrow_s_and_keep_their_names():
+    from pyarrow.types import TypesEnum
+
+    from arrowdev.core.types import _PYARROW_TYPE_IDS, TypeId
+
+    assert {name: TypesEnum[name.upper()].value for name in _PYARROW_TYPE_IDS if name != "extension"} == \
+        {name: i for name, i in _PYARROW_TYPE_IDS.items() if name != "extension"}
+    t = ad.column(pa.array([1.5])).type
+    assert t.id == "double" and str(t.id) == "double" and repr(t.id) == "'double'" and t.id == pa.float64().id
+    assert t.id != "int64" and isinstance(t.id, TypeId) and int(t.id) == 12
+    assert t == "float64" and t == "double" and t != "int64" and not t == "no such type" and t != 12

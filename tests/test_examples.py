@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -55,3 +56,34 @@ def test_gpu_worker_processes_share_and_hand_over_tables_by_name():
     assert result.returncode == 0, result.stderr[-3000:]
     assert "leases held by others now: 0; exports lent: 0; bytes lent: 0" in result.stdout
     assert "device bytes in use at the end: 0" in result.stdout
+
+
+_CORE_ONLY = """
+import sys
+ALLOWED = {"pyarrow", "nanoarrow", "numpy", "arrowdev"}  # what `pip install -e .` installs, and arrowdev
+class _CoreOnly:
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top not in ALLOWED and top not in sys.stdlib_module_names and not top.startswith("_"):
+            raise ModuleNotFoundError(f"No module named {name!r} (not in the core install)", name=name)
+        return None
+sys.meta_path.insert(0, _CoreOnly())
+"""
+
+
+def test_the_readme_s_first_example_runs_after_the_first_install_line_alone():
+    """The quick start's first line installs only arrowdev's core (PyArrow, nanoarrow, NumPy): the README's
+    first example runs with nothing else importable (Polars there is optional)."""
+    import importlib.util
+
+    import test_docs
+
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    first = next(source for block_id, source in test_docs.BLOCKS if block_id.startswith("README.md"))
+    assert first.strip() in readme and "import polars" in first  # the block that shows Polars, made optional
+    program = _CORE_ONLY + test_docs._stated_values(first) + "\nprint('polars' in sys.modules)\n"
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent)}
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("False")  # it ran without Polars
+    assert importlib.util.find_spec("polars") is not None  # (and here, with the test extra, with it: test_docs.py)

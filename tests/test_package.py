@@ -162,11 +162,65 @@ def test_tests_run_from_the_unpacked_sdist(sdist, tmp_path):
     env = {"PYTHONPATH": str(tree)}
     where = _run([sys.executable, "-c", "import arrowdev; print(arrowdev.__file__)"], tmp_path, **env)
     assert where.stdout.strip() == str(tree / "arrowdev" / "__init__.py")
-    collected = _run([sys.executable, "-m", "pytest", "--collect-only", "-q"], tree, **env)
+    collected = _run([sys.executable, "-m", "pytest", "-n", "0", "--collect-only", "-q"], tree, **env)
     assert " error" not in collected.stdout.splitlines()[-1], collected.stdout[-2000:]
-    ran = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/test_examples.py",
+    ran = _run([sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:randomly", "tests/test_examples.py",
                 "tests/test_column.py", "-k", "test_examples or null_count or slice"], tree, **env)
     assert " passed" in ran.stdout and "failed" not in ran.stdout
+
+
+# ---- the wheel -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wheel(sdist, tmp_path_factory) -> pathlib.Path:
+    """The manylinux wheel tools/build_wheels.sh makes from the unpacked sdist (the release's path: sdist, then
+    wheel), without build isolation: offline."""
+    tree, out = tmp_path_factory.mktemp("wheel-source"), tmp_path_factory.mktemp("wheels")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tree, filter="data")
+    (source,) = tree.glob("arrowdev-*")
+    _run(["bash", str(source / "tools" / "build_wheels.sh"), str(out)], source, PYTHON=sys.executable,
+         BUILD_ARGS="--no-isolation")
+    (built,) = out.glob("arrowdev-*.whl")
+    return built
+
+
+def test_the_wheel_is_manylinux_for_this_cpython(wheel):
+    """auditwheel retags the linux_x86_64 wheel of `python -m build` as manylinux: the extension needs no
+    library beyond what the manylinux policy allows, and no newer glibc symbol than its tag says."""
+    python, abi, platform = wheel.name.removesuffix(".whl").split("-")[2:]
+    assert python == abi == f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert "manylinux" in platform and "linux_x86_64" not in platform.split(".")
+    shown = _run([sys.executable, "-m", "auditwheel", "show", str(wheel)], wheel.parent)
+    assert "manylinux" in shown.stdout
+
+
+def test_the_wheel_runs_the_example_from_a_fresh_virtual_environment(wheel, tmp_path):
+    """The wheel installed alone into a new venv (its dependencies, PyArrow, nanoarrow and NumPy, seen from this
+    environment's site-packages, whose arrowdev is not): examples/quickstart.py runs on the installed arrowdev."""
+    import site
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
+    python = venv / "bin" / "python"
+    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "--quiet",
+          str(wheel)], tmp_path)
+    fresh = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path)
+    outer = {sysconfig.get_paths()["purelib"], *site.getsitepackages()}
+    # a path line adds the folder only (its own .pth files, among them arrowdev's editable install, are not run)
+    (pathlib.Path(fresh.stdout.strip()) / "outer_dependencies.pth").write_text("\n".join(sorted(outer)) + "\n")
+    shutil.copy(ROOT / "examples" / "quickstart.py", tmp_path / "quickstart.py")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    where = subprocess.run([str(python), "-c", "import arrowdev; print(arrowdev.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert pathlib.Path(where.stdout.strip()).is_relative_to(venv)
+    ran = subprocess.run([str(python), "quickstart.py"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "held arrays left: 0 | exports not yet released: 0" in ran.stdout
 
 
 # ---- what may skip -------------------------------------------------------------------------------
@@ -199,7 +253,7 @@ def test_in_ci_only_gpu_tests_may_skip(tmp_path):
 def test_kernel_compiling_tests_are_marked_so_that_they_skip_only_outside_ci():
     import conftest
 
-    result = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "numba_cuda",
+    result = _run([sys.executable, "-m", "pytest", "-n", "0", "--collect-only", "-q", "-m", "numba_cuda",
                    "tests/test_udf.py", "tests/test_string_udf.py", "tests/test_managed_strings.py"], ROOT,
                   PYTHONPATH=str(ROOT))
     marked = [line for line in result.stdout.splitlines() if "::" in line]

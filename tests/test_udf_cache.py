@@ -214,3 +214,19 @@ def test_a_second_process_gets_right_gpu_results_with_a_warm_cache(tmp_path):
         assert out == expected
     assert counts[0]["compiled"] > 0 and counts[0]["stored"] > 0
     assert counts[1]["loaded"] >= counts[0]["stored"] and counts[1]["compiled"] == 0, counts
+
+
+def test_the_suite_compiles_into_a_temporary_cache_not_the_users():
+    """tests/conftest.py points ARROWDEV_CACHE_DIR at a folder of its own for the run (pytest-xdist's workers
+    and the processes tests start share it); the user's ~/.cache/arrowdev is never written by the tests."""
+    import tempfile
+
+    folder = cache.cache_dir()
+    assert folder is not None and folder.parent.name.startswith("arrowdev-test-kernels-")
+    assert folder.is_relative_to(tempfile.gettempdir())
+    home = Path(os.path.expanduser("~")) / ".cache" / "arrowdev"
+    assert not folder.is_relative_to(home)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.run([sys.executable, "-c", "from arrowdev.udf.compile import cache; print(cache.cache_dir())"],
+                           capture_output=True, text=True, env=env, timeout=60)
+    assert child.stdout.strip() == str(folder)

@@ -4,11 +4,14 @@ whose import system refuses them."""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -44,7 +47,7 @@ def test_cpu_udf_without_numba_names_the_udf_extra():
             print("RAISED:", e)
         """)
     assert child.returncode == 0, child.stderr
-    assert 'pip install "arrowdev[udf]"' in child.stdout
+    assert 'pip install "arrowdev[udf]"' in child.stdout or '-e "' in child.stdout
     assert "numba" in child.stdout
 
 
@@ -77,6 +80,33 @@ def test_gpu_kernel_without_numba_cuda_names_the_cuda_extra():
         """)
     assert child.returncode == 0, child.stderr
     assert 'RAISED:' in child.stdout and 'pip install "arrowdev[cuda13]"' in child.stdout
+
+
+@pytest.mark.parametrize("points_here", [True, False], ids=["editable install of this checkout", "elsewhere"])
+def test_install_hints_name_the_checkout_or_both_forms(tmp_path, points_here):
+    """From an editable install of this checkout (the README's quick start) the hint is the command for it;
+    otherwise both forms (the package index's, and a checkout's: arrowdev is not on the index yet)."""
+    import json
+    import pathlib
+
+    root = pathlib.Path(ad.__file__).resolve().parent.parent
+    info = tmp_path / "arrowdev-0.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: arrowdev\nVersion: 0.0.0\n")
+    target = root if points_here else tmp_path
+    (info / "direct_url.json").write_text(json.dumps({"url": target.as_uri(), "dir_info": {"editable": True}}))
+    child = _run_child([], f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        from arrowdev.errors import install_hint
+        print(install_hint("udf"))
+        """)
+    assert child.returncode == 0, child.stderr
+    if points_here:
+        assert child.stdout.strip() == f'pip install -e "{root}[udf]" (this checkout, installed in editable mode)'
+    else:
+        assert child.stdout.strip() == ('pip install "arrowdev[udf]", or from a checkout of arrowdev: '
+                                        'pip install -e ".[udf]"')
 
 
 def _foreign_gpu_column() -> ad.ArrowColumn:
@@ -113,3 +143,104 @@ def _driver_loads() -> bool:
 def test_driver_without_libcuda_names_the_cause():
     with pytest.raises(ad.DeviceUnavailableError, match="CUDA driver"):
         runtime.driver()
+
+
+# ---- errors that say what is unsupported, in the UDF author's terms, at the UDF's own line -------------
+
+INTS = pa.array([1, 2, 3])
+FLOATS = pa.array([1.5, 4.0])
+STRINGS = pa.array(["a", "bc"])
+
+
+def _fstring(x):
+    return f"v={x}!"
+
+
+def _string_plus_one(s):
+    return s + 1
+
+
+def _str_of_float(x):
+    return str(x)
+
+
+def _a_dict(x):
+    return {"a": x}
+
+
+def _a_dict_of_numbers(x):
+    return {x: 1}
+
+
+def _none_sometimes(x):
+    return None if x > 1 else x
+
+
+def _na_sometimes(x):
+    return ad.NA if x > 1 else x
+
+
+@pytest.mark.parametrize("data,f,match", [
+    (STRINGS, _fstring, r"return f\"v=\{x\}!\"`: f-strings are not supported in UDFs: build the string with \+ and str\(\)"),
+    (INTS, _fstring, "f-strings are not supported"),
+    (STRINGS, _string_plus_one, r"return s \+ 1`: `\+` on a string and an integer is not supported: a string is "
+                                r"added only to a string: convert the other value first, str\(n\)"),
+    (FLOATS, _str_of_float, r"return str\(x\)`: `str\(\)` on a float is not supported: str\(\) converts integers "
+                            "and strings in a UDF, not floats"),
+    (INTS, _a_dict, r"return \{\"a\": x\}`: dicts are not supported in UDFs: a UDF returns one value per row"),
+    (INTS, _a_dict_of_numbers, r"returns a dict at line \d+: `return \{x: 1\}`; a UDF returns one value per row"),
+], ids=["fstring of a string", "fstring of an int", "string plus int", "str of float", "dict of strings",
+        "dict of ints"])
+def test_unsupported_constructs_are_said_in_the_user_s_terms_at_the_user_s_line(data, f, match):
+    with pytest.raises(ad.UDFCompileError) as info:
+        ad.column(data).apply(f)
+    text = str(info.value)
+    assert "\n" not in text and not text.rstrip().endswith(":") and "found for signature" not in text
+    assert re.search(match, text), text
+    assert f"UDF {f.__qualname__!r} ({__file__}:" in text  # the user's UDF, file and line, never numba's
+
+
+@pytest.mark.parametrize("f", [_none_sometimes, _na_sometimes])
+def test_returning_na_without_null_aware_names_the_udf_and_null_aware(f):
+    col = ad.column(INTS)
+    with pytest.raises(ad.UDFCompileError, match=rf"UDF {f.__qualname__!r} .* returns None or ad.NA for some rows "
+                                                 r"at line \d+: `return .* if x > 1 else x`: pass null_aware=True"):
+        col.apply(f)
+    assert col.apply(f, null_aware=True).to_pylist() == [1, None, None]
+
+
+def test_an_out_type_that_does_not_fit_the_result_is_blamed():
+    with pytest.raises(TypeError, match=r"out_type=string does not fit what UDF .* returns \(int64\): for a UDF "
+                                        "that returns numbers or bools, pass a numeric, bool or temporal out_type"):
+        ad.column(INTS).apply(lambda x: x + 1, out_type=pa.string())
+
+
+@pytest.mark.parametrize("f,data,expected", [
+    (math.sqrt, FLOATS, [math.sqrt(v) for v in FLOATS.to_pylist()]),
+    (abs, pa.array([-1, 2]), [1, 2]),
+    (np.sqrt, FLOATS, [math.sqrt(v) for v in FLOATS.to_pylist()]),
+    (float, INTS, [1.0, 2.0, 3.0]),
+    (math.floor, FLOATS, [1, 4]),
+], ids=["math.sqrt", "abs", "np.sqrt", "float", "math.floor"])
+def test_builtins_and_c_functions_work_as_udfs(f, data, expected):
+    col = ad.column(data)
+    assert col.apply(f).to_pylist() == expected == [f(v) for v in data.to_pylist()]
+    assert col.apply(f).to_pylist() == col.apply(lambda x: f(x)).to_pylist()
+
+
+def test_builtins_take_as_many_columns_as_the_table_gives():
+    tbl = ad.table({"a": pa.array([3.0, 5.0]), "b": pa.array([4.0, 12.0])})
+    assert tbl.apply(math.hypot).to_pylist() == [5.0, 13.0] and tbl.apply(max).to_pylist() == [4.0, 12.0]
+    assert ad.column(FLOATS).rolling(2, 1).apply(np.max).to_pylist() == [1.5, 4.0]
+
+
+def test_callables_numba_cannot_call_are_refused_by_name():
+    class Scale:
+        def __call__(self, x):
+            return x * 2
+
+    with pytest.raises(ad.UDFCompileError, match=r"cannot compile UDF .*Scale' \(a callable that is not a Python "
+                                                 r"function.*\): numba cannot call it from compiled code"):
+        ad.column(INTS).apply(Scale())
+    with pytest.raises(TypeError, match="expected a function, got int"):
+        ad.column(INTS).apply(5)

@@ -62,9 +62,7 @@ def read_arrow_after(obj: Any, schema: Any, found: tuple[Any, Any] | None) -> tu
         if method is not None:
             return _from_exported(obj, protocol, _call_with_request(method, requested))
     if isinstance(obj, (list, range)) or type(obj).__module__ == "numpy":
-        import pyarrow as pa
-
-        return read_arrow(pa.array(obj, type=None if schema is None else DataType.from_arrow(schema).to_pyarrow()))
+        return read_arrow(_pyarrow_array(obj, schema))
     if hasattr(obj, "__cuda_array_interface__"):
         from .from_cuda_arrays import from_cuda_array_interface
 
@@ -81,6 +79,24 @@ def read_arrow_after(obj: Any, schema: Any, found: tuple[Any, Any] | None) -> tu
         "expected an Arrow object (one with __arrow_c_device_stream__, __arrow_c_device_array__, "
         "__arrow_c_stream__ or __arrow_c_array__), a capsule, a list, a NumPy array, or a GPU array "
         f"(__cuda_array_interface__ / __dlpack__), got {type(obj).__name__}")
+
+
+def _pyarrow_array(values: Any, schema: Any) -> Any:
+    """A Python list or a NumPy array made an Arrow array by ``pyarrow.array``; what it refuses (a 2-D
+    array, values of several types) raises an error that says what a column is made from."""
+    import pyarrow as pa
+
+    shape = getattr(values, "shape", None)
+    if shape is not None and len(shape) != 1:
+        raise ValueError(f"expected a 1-D NumPy array (one column), got shape {shape}: pass one column at a "
+                         "time (arr[:, j]), or arr.ravel(); ad.table({name: arr[:, j], ...}) makes a table")
+    try:
+        return pa.array(values, type=None if schema is None else DataType.from_arrow(schema).to_pyarrow())
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        error = TypeError if isinstance(e, TypeError) else ValueError
+        raise error(f"expected a list (or NumPy array) of values of one type, which PyArrow makes one column "
+                    f"(it infers the type from the values, or schema= gives it); it refused this "
+                    f"{type(values).__name__}: {e}") from e
 
 
 def _from_exported(obj: Any, protocol: str, exported: Any) -> tuple[DataType, list[Any]]:

@@ -34,7 +34,7 @@ def cheap_target(native: DataType, requested_schema: Any) -> DataType | None:
     if native.value_type is not None and wanted == native.value_type:
         return wanted
     # representation changes honoured (C10): within a family of core/layout.py's table
-    mine, theirs = layout.LAYOUTS.get(native.id), layout.LAYOUTS.get(wanted.id)
+    mine, theirs = layout.LAYOUTS.get(str(native.id)), layout.LAYOUTS.get(str(wanted.id))
     if mine is not None and theirs is not None and mine.family is not None and mine.family == theirs.family:
         if native.children and native.children[0] != wanted.children[0]:
             return None

@@ -10,6 +10,8 @@ strings; arrowdev does not re-implement that). A :class:`Device` names where buf
 list<item: string>
 >>> t.format, t.id
 ('+l', 'list')
+>>> t == pa.list_(pa.string()), pa.types.is_list(t)  # equal to the PyArrow type it stands for
+(True, True)
 >>> ad.Device.cpu()
 Device(type='cpu', id=-1)
 """
@@ -25,7 +27,7 @@ from nanoarrow.c_schema import c_schema_view
 from .. import _capsules
 from ..errors import InvalidArrowError
 
-__all__ = ["DataType", "Device"]
+__all__ = ["DataType", "Device", "TypeId"]
 
 # ArrowDeviceType codes from the C Device Data interface.
 _DEVICE_NAMES = {
@@ -66,11 +68,60 @@ class Device(NamedTuple):
         return self.type in _CPU_READABLE
 
 
+# PyArrow's type ids (``pyarrow.lib.Type_*``, Arrow C++'s ``arrow::Type::type``), by nanoarrow's type
+# names, in id order; tests/test_conventions.py checks them against ``pyarrow.types.TypesEnum``.
+_PYARROW_TYPE_IDS = {name: i for i, name in enumerate((
+    "na", "bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "half_float",
+    "float", "double", "string", "binary", "fixed_size_binary", "date32", "date64", "timestamp", "time32",
+    "time64", "interval_months", "interval_day_time", "decimal128", "decimal256", "list", "struct",
+    "sparse_union", "dense_union", "dictionary", "map", "extension", "fixed_size_list", "duration",
+    "large_string", "large_binary", "large_list", "interval_month_day_nano", "run_end_encoded", "string_view",
+    "binary_view", "list_view", "large_list_view", "decimal32", "decimal64"))}
+
+
+class TypeId(int):
+    """A type's id: PyArrow's integer id (``pa.float64().id``, what ``pyarrow.types.is_*`` test), shown
+    and compared as its name too (``'double'``).
+
+    It equals both (``t.id == 12`` and ``t.id == "double"``) but hashes as the integer, as PyArrow's
+    id does, so sets and dicts of PyArrow ids find it; a set or dict of names needs ``str(t.id)``.
+    """
+
+    _name: str
+
+    def __new__(cls, name: str) -> TypeId:
+        self = super().__new__(cls, _PYARROW_TYPE_IDS.get(name, -1))
+        self._name = name
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return self._name == other
+        return int(self) == other
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = int.__hash__
+
+    def __str__(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return repr(self._name)
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return TypeId, (self._name,)
+
+
 class DataType:
     """An Arrow data type (with the field name, nullability and metadata it was given).
 
     Equality compares types the way PyArrow does: format strings, child names and child types,
-    and dictionaries; not the top-level name, nullability or metadata.
+    and dictionaries; not the top-level name, nullability or metadata. A DataType equals the
+    PyArrow type it stands for (``col.type == pa.float64()``, either way round), and any other
+    object with ``__arrow_c_schema__`` of that type, or a name PyArrow's ``==`` takes (``"float64"``);
+    and ``pyarrow.types.is_*`` accept it (they read :attr:`id`).
     """
 
     __slots__ = ("_c", "_address", "__dict__")
@@ -136,11 +187,12 @@ class DataType:
     def nullable(self) -> bool:
         return bool(self._view.nullable)
 
-    @property
-    def id(self) -> str:
-        """The type's name, e.g. ``'int32'``, ``'string'``, ``'dictionary'``, ``'timestamp'``."""
-        type_id: str = self._view.type
-        return type_id
+    @cached_property
+    def id(self) -> TypeId:
+        """The type's id: its name, e.g. ``'int32'``, ``'string'``, ``'dictionary'``, ``'timestamp'``,
+        that is also PyArrow's integer id of the type (:class:`TypeId`), so ``pyarrow.types.is_*(t)``
+        work on a DataType as on a PyArrow type."""
+        return _type_id(self._view.type)
 
     @cached_property
     def storage_id(self) -> str:
@@ -193,7 +245,10 @@ class DataType:
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DataType):
-            return NotImplemented
+            try:  # a PyArrow type, field or any other producer of a schema: compared as its type
+                other = DataType.from_arrow(_pyarrow_alias(other) if isinstance(other, str) else other)
+            except (TypeError, ValueError):
+                return NotImplemented
         return _same_type(self._c, other._c)
 
     def __hash__(self) -> int:
@@ -254,6 +309,25 @@ def _parse_every_node(dtype: DataType) -> None:
         pending.extend(node._children)
         if node.value_type is not None:
             pending.append(node.value_type)
+
+
+_TYPE_IDS: dict[str, TypeId] = {}
+
+
+def _pyarrow_alias(name: str) -> Any:
+    """The PyArrow type a name stands for (``"float64"``, ``"str"``), as PyArrow's ``==`` reads a string;
+    ValueError for a name PyArrow does not know."""
+    import pyarrow as pa
+
+    return pa.type_for_alias(name)
+
+
+def _type_id(name: str) -> TypeId:
+    """One TypeId per type name."""
+    found = _TYPE_IDS.get(name)
+    if found is None:
+        found = _TYPE_IDS[name] = TypeId(name)
+    return found
 
 
 def _same_type(a: Any, b: Any) -> bool:

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import DeviceUnavailableError
+from ..errors import DeviceUnavailableError, install_hint
 from . import runtime
 
 # Re-entrant: a buffer's __del__ takes it, and the garbage collector may run that __del__ in a thread
@@ -101,7 +101,8 @@ def _rmm() -> Any:
     try:
         import rmm
     except ImportError as e:
-        raise DeviceUnavailableError(f"this needs RMM: install rmm-cu13 (or arrowdev[dask-cuda13]) ({e})") from None
+        raise DeviceUnavailableError(f"this needs RMM: pip install rmm-cu13, or {install_hint('dask-cuda13')} "
+                                     f"({e})") from None
     return rmm
 
 

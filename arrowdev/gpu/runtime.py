@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import CaptureError, DeviceUnavailableError, InvalidArrowError
+from ..errors import CaptureError, DeviceUnavailableError, InvalidArrowError, install_hint
 
 _lock = threading.Lock()
 _streams: dict[int, Any] = {}
@@ -40,7 +40,7 @@ def cupy() -> Any:
         import cupy as cp
     except ImportError as e:
         raise DeviceUnavailableError(
-            f"this needs CuPy and a CUDA GPU: install arrowdev[cuda13] ({e})") from None
+            f"this needs CuPy and a CUDA GPU: {install_hint('cuda13')} ({e})") from None
     try:
         count = cp.cuda.runtime.getDeviceCount()
     except Exception as e:  # no driver, no device: CuPy raises CUDARuntimeError
@@ -58,7 +58,7 @@ def driver() -> Any:
     try:
         from cuda.bindings import driver as api
     except ImportError as e:
-        raise DeviceUnavailableError(f"this needs cuda-bindings: install arrowdev[cuda13] ({e})") from None
+        raise DeviceUnavailableError(f"this needs cuda-bindings: {install_hint('cuda13')} ({e})") from None
     try:
         (err,) = api.cuInit(0)
     except Exception as e:  # cuda.pathfinder cannot find libcuda: no driver installed

@@ -141,3 +141,62 @@ def _numpy_view(col: ArrowColumn) -> np.ndarray:
     _numpy_dtype(col)
     _one_chunk(col)
     return col.to_pyarrow().chunk(0).to_numpy(zero_copy_only=True)
+
+
+# ---- rows by position ----------------------------------------------------------------------------
+
+def gather(col: ArrowColumn, indices: np.ndarray) -> tuple[DataType, list[Any]]:
+    """Rows ``indices`` (int64, in range) of a fixed-width column on a GPU (numbers, temporal types,
+    bool), gathered by CuPy on arrowdev's stream (a copy): its type and one chunk."""
+    from ..gpu import runtime
+
+    dtype = col.type
+    plain = dtype.value_type is None and not dtype.children and dtype.storage_id != "na"
+    bits = dtype.element_bits(1) if plain else 0
+    if bits not in (1, 8, 16, 32, 64) or dtype.storage_id in ("string", "binary", "large_string", "large_binary"):
+        raise TypeError(f"rows of a {dtype} column on a GPU cannot be taken there (CuPy gathers fixed-width "
+                        "numbers, temporal types and bools): take them on the host, "
+                        "col.to_host().take(indices).to_device(), or in a UDF")
+    cp = runtime.cupy()
+    device_id = col.device.id
+    stream = runtime.stream_for(device_id)
+    runtime.wait_on_events(stream, _chunked.sync_events(col))
+    raw = np.dtype(np.bool_) if bits == 1 else np.dtype(f"u{bits // 8}")
+    with cp.cuda.Device(device_id), stream:
+        values, valid = [], []
+        for held in _chunked.chunks(col):
+            values.append(_unpacked(cp, col, held.buffers[1], held) if bits == 1 else _raw_values(cp, col, held, raw))
+            valid.append(_unpacked(cp, col, held.buffers[0], held) if held.buffers[0] and held.null_count != 0
+                         else cp.ones(held.length, cp.bool_))
+        where = cp.asarray(indices)
+        taken = (cp.concatenate(values) if values else cp.empty(0, raw))[where]
+        mask = (cp.concatenate(valid) if valid else cp.empty(0, cp.bool_))[where]
+        n = len(indices)
+        data = cp.packbits(taken, bitorder="little") if bits == 1 else cp.ascontiguousarray(taken)
+        null_count = n - int(cp.count_nonzero(mask))
+        bitmap = cp.packbits(mask, bitorder="little") if null_count else None
+        event = runtime.SyncEvent(stream, device_id)  # recorded after every step above: readers wait on it
+    addresses = [bitmap.data.ptr if bitmap is not None else 0, data.data.ptr if n else 0]
+    held = _capsules.build(dtype, n, null_count, 0, addresses, [], device_type=col.device.code,
+                           device_id=device_id, keepalive=[data, bitmap, event], sync_event=event.address)
+    return dtype, [held]
+
+
+def _raw_values(cp: Any, col: ArrowColumn, held: Any, raw: np.dtype) -> Any:
+    """A chunk's values as unsigned integers of their width (a view)."""
+    if not held.length:
+        return cp.empty(0, raw)
+    mem = cp.cuda.UnownedMemory(held.buffers[1] + held.offset * raw.itemsize, held.length * raw.itemsize, col,
+                                col.device.id)
+    return cp.ndarray(held.length, raw, cp.cuda.MemoryPointer(mem, 0))
+
+
+def _unpacked(cp: Any, col: ArrowColumn, address: int, held: Any) -> Any:
+    """A chunk's bitmap at ``address`` (validity or bool data) as one bool per row (a copy)."""
+    if not held.length:
+        return cp.empty(0, cp.bool_)
+    first, end = held.offset // 8, (held.offset + held.length + 7) // 8
+    mem = cp.cuda.UnownedMemory(address + first, end - first, col, col.device.id)
+    bits = cp.ndarray(end - first, cp.uint8, cp.cuda.MemoryPointer(mem, 0))
+    start = held.offset - 8 * first
+    return cp.unpackbits(bits, bitorder="little")[start:start + held.length].astype(cp.bool_)

@@ -52,6 +52,34 @@ def _stand_in(c: Any) -> Any:
                     dictionary=dictionary)
 
 
+# string, binary and list layouts -> the large one: the type their values are compared as (Polars makes
+# every string a string_view and every list a large_list; ``==`` compares values across these layouts, the
+# representation changes a requested schema may ask for, as it does across chunkings)
+_WIDE = {"u": "U", "vu": "U", "z": "Z", "vz": "Z", "+l": "+L"}
+
+
+def layout_free(dtype: DataType) -> DataType:
+    """``dtype`` with every string, binary and list layout (anywhere in its tree) made the large one."""
+    return DataType(_widened(dtype.c_schema))
+
+
+def _widened(c: Any) -> Any:
+    dictionary = None if c.dictionary is None else _widened(c.dictionary)
+    return c.modify(format=_WIDE.get(c.format, c.format), children=[_widened(x) for x in c.children],
+                    dictionary=dictionary)
+
+
+def equal_across_layouts(a: ArrowColumn, b: ArrowColumn) -> bool:
+    """True when columns of types that differ only in string / binary / list layouts hold the same values
+    (both cast to the large layouts by PyArrow, a copy); False when the types differ otherwise."""
+    wide = layout_free(a.type)
+    if wide != layout_free(b.type):
+        return False
+    left, right = (to_chunked_array(c) for c in (a, b))
+    target = wide.to_pyarrow()
+    return bool(left.cast(target).equals(right.cast(target)))
+
+
 def to_chunked_array(col: ArrowColumn) -> pa.ChunkedArray:
     """The column as a ``pyarrow.ChunkedArray`` (zero-copy for CPU data)."""
     if needs_stand_in(col.type):  # PyArrow would raise a bare KeyError
@@ -91,6 +119,35 @@ def cast(col: ArrowColumn, target: DataType) -> tuple[DataType, list[Any]]:
     cast_chunks = [chunk.cast(target_type) for chunk in to_chunked_array(col).chunks]
     field = pa.field(col.name or "", target_type, nullable=col.type.nullable)
     return DataType.from_arrow(field), _held(pa.chunked_array(cast_chunks, type=target_type))
+
+
+def take(col: ArrowColumn, indices: np.ndarray) -> tuple[DataType, list[Any]]:
+    """Rows ``indices`` (int64, in range) of a CPU column, taken by PyArrow (a copy): its type and
+    chunks (one)."""
+    chunked, where = to_storage_chunked_array(col), pa.array(indices, pa.int64())
+    try:
+        taken = chunked.take(where)
+    except pa.ArrowNotImplementedError:  # PyArrow 26 has no take of views or run-end encoded arrays
+        taken = _take_through(chunked, where)
+    return col.type, _held(taken.combine_chunks())
+
+
+def _take_through(chunked: pa.ChunkedArray, where: pa.Array) -> pa.ChunkedArray:
+    """A take through a type PyArrow can take: run-end encoded data decoded and encoded again, views
+    through the large layouts (:func:`layout_free`), cast back."""
+    import pyarrow.compute as pc
+
+    native = chunked.type
+    if pa.types.is_run_end_encoded(native):
+        decoded = pc.run_end_decode(chunked)
+        return pc.run_end_encode(_take_through(decoded, where) if _needs_wide(decoded.type) else decoded.take(where),
+                                 run_end_type=native.run_end_type)
+    wide = layout_free(DataType.from_arrow(native)).to_pyarrow()
+    return chunked.cast(wide).take(where).cast(native)
+
+
+def _needs_wide(native: pa.DataType) -> bool:
+    return layout_free(DataType.from_arrow(native)) != DataType.from_arrow(native)
 
 
 def concatenate(col: ArrowColumn) -> Any:

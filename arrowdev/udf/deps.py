@@ -1,5 +1,5 @@
-"""The compilers a UDF needs, found or named: numba for CPU columns (``pip install "arrowdev[udf]"``),
-numba-cuda for GPU columns (``pip install "arrowdev[cuda13]"``).
+"""The compilers a UDF needs, found or named: numba for CPU columns (the ``udf`` extra), numba-cuda for GPU
+columns (the ``cuda13`` extra); the hints say how to install each (:func:`arrowdev.errors.install_hint`).
 
 >>> from arrowdev.udf import deps
 >>> deps.require_compiler("cpu")
@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import importlib
 
-from ..errors import DeviceUnavailableError, MissingDependencyError
+from ..errors import DeviceUnavailableError, MissingDependencyError, install_hint
 
 __all__ = ["require_compiler", "CPU_EXTRA", "CUDA_EXTRA"]
 
-CPU_EXTRA = 'pip install "arrowdev[udf]"'
-CUDA_EXTRA = 'pip install "arrowdev[cuda13]"'
+CPU_EXTRA = install_hint("udf")
+CUDA_EXTRA = install_hint("cuda13")
 
 
 @functools.lru_cache(maxsize=None)

@@ -60,8 +60,10 @@ def main() -> pathlib.Path:
     ax.set_ylim(-0.1, 9.6)
     ax.axis("off")
     ax.set_title("Who holds a container: the producer's release runs when the last reference goes", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(OUT, dpi=110, metadata={"Software": None})
+    drawn_by = "Drawn by: python3 docs/images/draw_ownership.py"
+    fig.text(0.01, 0.005, drawn_by, fontsize=6.5, color="dimgrey", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(OUT, dpi=110, metadata={"Software": None, "Source": drawn_by})
     plt.close(fig)
     return OUT
 

@@ -16,8 +16,9 @@ dispatchers through their cache hook (``load_overload`` / ``save_overload``). Ea
 to a temporary name and renamed, so concurrent writers never leave a torn file; an entry that does not
 load (corrupt, truncated, from an incompatible build) is deleted and compiled again.
 
-The folder is ``$ARROWDEV_CACHE_DIR`` when set (an empty value turns the disk cache off), else
-``$XDG_CACHE_HOME/arrowdev`` or ``~/.cache/arrowdev``.
+The folder is ``kernels`` in ``$ARROWDEV_CACHE_DIR`` when set (an empty value turns the disk cache off),
+else in ``$XDG_CACHE_HOME/arrowdev`` or ``~/.cache/arrowdev`` (:func:`cache_dir`); nothing prunes it, and
+deleting it at any time is safe (docs/udf.md says how to clear and move it).
 
 >>> from arrowdev.udf import cache
 >>> stats = cache.stats()

@@ -156,7 +156,9 @@ def _rolling_source(spec: KernelSpec, lines: list[str]) -> str:
         body += [f"    if {_valid(0).replace('o0 + i', 'o0 + j')}:", "        buf[count] = x0", "        count += 1"]
     else:
         body += ["    buf[count] = x0", "    count += 1"]
-    body += [f"if count >= {max(spec.min_periods, 1)}:", "    out[pad + i] = udf(buf[:count])",
+    # on the GPU the window is typed WindowArray, whose methods are arrowdev's (window_methods.py)
+    window = "as_window(buf[:count])" if spec.target == Target.CUDA else "buf[:count]"
+    body += [f"if count >= {max(spec.min_periods, 1)}:", f"    out[pad + i] = udf({window})",
              "    out_valid[i] = 1", "else:", "    out_valid[i] = 0"]
     return "\n".join(lines + ["        " + b for b in body]) + "\n"
 

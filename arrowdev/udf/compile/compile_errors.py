@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import dis
+import linecache
+import os
 import re
 from typing import Callable
 
 from ...errors import ArrowDevError
+from .error_terms import construct_line, in_user_terms
 
 __all__ = ["UDFCompileError", "describe", "friendly", "raises", "toolkit_missing"]
 
@@ -17,6 +20,9 @@ class UDFCompileError(ArrowDevError, TypeError):
 
 
 def describe(f: Callable) -> str:
+    wrapped = getattr(f, "__arrowdev_wraps__", None)  # a builtin called through udf/run/callables.py's wrapper
+    if wrapped is not None:
+        return f"UDF {wrapped}"
     code = f.__code__
     return f"UDF {f.__qualname__!r} ({code.co_filename}:{code.co_firstlineno})"
 
@@ -31,20 +37,29 @@ def friendly(f: Callable, error: Exception) -> UDFCompileError:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     reason = next((ln for ln in lines if not ln.startswith(("Failed in", "During:", "File", ">>>", "-", "There are"))),
                   type(error).__name__)
-    where = re.findall(r'File "([^"]+)", line (\d+)', text)
-    loc = getattr(error, "loc", None)
-    if not where and getattr(loc, "line", None):
-        where = [(loc.filename, str(loc.line))]
-    source_line = ""
-    if where:
-        filename, line = where[-1]
-        idx = next((i for i, ln in enumerate(lines) if ln.startswith(f'File "{filename}", line {line}')), None)
-        if idx is not None and idx + 2 < len(lines):
-            source_line = f": `{lines[idx + 2]}`"
-        location = f"line {line}{source_line}"
-    else:
-        location = "its body"
+    line = user_line(f, text, getattr(error, "loc", None))
+    reason = in_user_terms(f, lines, line) or reason
+    if getattr(f, "__arrowdev_wraps__", None) is not None:
+        reason = reason.replace("Untyped global name 'f': ", "")  # the wrapper's name for it, not the user's
+        return UDFCompileError(f"cannot compile {describe(f)}: numba cannot call it from compiled code ({reason}): "
+                               "write the UDF as a Python function")
+    if line is None:
+        return UDFCompileError(f"cannot compile {describe(f)}: {reason}")
+    source = linecache.getline(f.__code__.co_filename, line).strip()
+    location = f"line {line}" + (f": `{source}`" if source else "")
     return UDFCompileError(f"cannot compile {describe(f)}: at {location}: {reason}")
+
+
+def user_line(f: Callable, text: str, loc: object = None) -> int | None:
+    """The line of the UDF's own file that numba's message points at last (numba's message may end in
+    numba's own sources, a dict's ``d[k] = v``); else the location numba gives; else the UDF's first line."""
+    own = os.path.normcase(os.path.abspath(f.__code__.co_filename))
+    for filename, line in reversed(re.findall(r'File "([^"]+)", line (\d+)', text)):
+        if os.path.normcase(os.path.abspath(filename)) == own or filename == f.__code__.co_filename:
+            return int(line)
+    if getattr(loc, "line", None) and getattr(loc, "filename", None) == f.__code__.co_filename:
+        return int(loc.line)  # type: ignore[attr-defined]
+    return construct_line(f, text) or f.__code__.co_firstlineno
 
 
 def raises(f: Callable) -> bool:

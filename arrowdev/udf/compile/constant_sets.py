@@ -71,9 +71,9 @@ def _register_numba(target: str) -> None:
 
     extension = cuda_target() if target == "cuda" else cpu_target()
     if extension is None:
-        from ...errors import DeviceUnavailableError
+        from ...errors import DeviceUnavailableError, install_hint
 
-        raise DeviceUnavailableError('GPU UDFs need numba-cuda: pip install "arrowdev[cuda13]"')
+        raise DeviceUnavailableError(f"GPU UDFs need numba-cuda: {install_hint('cuda13')}")
     _register(extension)
     extension.install()
     _registered.add(target)

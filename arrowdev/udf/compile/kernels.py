@@ -35,6 +35,10 @@ def compile_kernel(f: Callable | UDF, spec: KernelSpec) -> Any:
 
         device_udf = cuda.jit(device=True)(probe.prepared(udf.f, Target.CUDA))
         namespace.update(cuda=cuda, udf=device_udf, load_streaming=loads.cuda_intrinsic())
+        if spec.window:
+            from .window_methods import as_window
+
+            namespace["as_window"] = as_window()
         kernel = cuda.jit(_exec(codegen.kernel_source(spec), namespace))
         if spec.arena:
             nrt.NRT_KERNELS.add(kernel)

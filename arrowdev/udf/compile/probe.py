@@ -40,7 +40,13 @@ def _numba_args(spec: KernelSpec) -> tuple:
             base = types.boolean if dtype == Kind.BITS else from_dtype(np.dtype(dtype))
         args.append(types.optional(base) if spec.null_mode == NullMode.AWARE and has_validity else base)
     if spec.window:
-        return (types.Array(args[0] if not isinstance(args[0], types.Optional) else args[0].type, 1, "C"),)
+        element = args[0] if not isinstance(args[0], types.Optional) else args[0].type
+        if spec.target == Target.CUDA:  # the window's methods on the GPU are arrowdev's (window_methods.py)
+            from .window_methods import as_window, window_type
+
+            as_window()  # registers the type and its methods with the CUDA target, once
+            return (window_type()(element, 1, "C"),)
+        return (types.Array(element, 1, "C"),)
     return tuple(args)
 
 

@@ -17,6 +17,7 @@ from ...core.types import DataType, Device
 from . import segments as chunks, prepared_calls
 from .. import deps
 from ..compile import probe
+from .callables import as_udf
 from .execute import run_plan
 from .inputs import Input
 from .buffers import Memory
@@ -53,9 +54,8 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
                   string_type: str = "string") -> tuple[DataType, list[Any]]:
     """``f`` applied row by row over equally long columns on one device: the result's type and chunks (the
     user objects wrap them: this layer makes no column)."""
-    if not callable(f):
-        raise TypeError(f"expected a function, got {type(f).__name__}")
-    f = UDF(f)  # its keys, computed once for the whole call
+    # math.sqrt, np.sqrt, abs: called from a Python function of as many arguments (run/callables.py)
+    f = UDF(as_udf(f, 1 if window else len(columns)))  # its keys, computed once for the whole call
     wanted = None if out_type is None else DataType.from_arrow(out_type)
     repeatable = stream is None and window is None  # calls on arrowdev's stream, not rolling windows
     if repeatable:

@@ -13,6 +13,7 @@ from ..compile import kernels, probe
 from .inputs import Input
 from ..spec import UDF, Kind, KernelSpec, NullMode, Target
 from ..compile.arrow_types import output_types
+from ..compile.result_checks import check_result
 
 __all__ = ["Plan", "plan_for", "string_output_type"]
 
@@ -51,6 +52,7 @@ def plan_for(f: Callable | UDF, inputs: list[Input], target: Target, null_aware:
 def _make(udf: UDF, kinds: tuple, mode: NullMode, target: Target, win: tuple[int, int, bool],
           out_type: DataType | None, string_type: str, misaligned: bool) -> Plan:
     traits = probe.udf_traits(udf, KernelSpec(kinds, mode, None, target, *win))
+    check_result(udf.f, traits.result, mode, out_type)
     string_out = string_output_type(traits.result, out_type, string_type)
     if string_out is not None:
         out_kind = Kind.UTF8_PAIRS  # every string type is built from (address, size) pairs (string_results)

@@ -38,7 +38,7 @@ class _Targets(dict):
             return self._register(name)
 
     def _register(self, name: str) -> dict[str, Any]:
-        from ....errors import DeviceUnavailableError
+        from ....errors import DeviceUnavailableError, install_hint
         from .lowering import register_lowering
         from .models import register_models
         from ..targets import cpu_target, cuda_target
@@ -46,7 +46,7 @@ class _Targets(dict):
 
         target = cpu_target() if name == "cpu" else cuda_target()
         if target is None:
-            raise DeviceUnavailableError('string UDFs on GPU columns need numba-cuda: pip install "arrowdev[cuda13]"')
+            raise DeviceUnavailableError(f"string UDFs on GPU columns need numba-cuda: {install_hint('cuda13')}")
         register_models(target)
         if name == "cuda":
             from .refcounts import install_in_line_counts
