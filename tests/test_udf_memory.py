@@ -119,7 +119,7 @@ def test_a_string_udf_on_the_cpu_stays_within_the_bound():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     growth, output = map(int, done.stdout.split())
-    assert growth <= 1.25 * output + (48 << 20), (growth, output)
+    assert growth <= 1.25 * output + (64 << 20), (growth, output)  # the working set of 16 MiB, 48 MiB of slack
 
 
 # ---- GPU ------------------------------------------------------------------------------------------

@@ -24,8 +24,10 @@ from .validity import merge_validity
 __all__ = ["WORKING_SET", "batch_rows", "run_plan"]
 
 # Bytes of scratch one range of rows may take beside the output (arena, pairs, flags): the fixed working set
-# of docs/udf.md's memory bound. Ranges are multiples of 1024 rows (bitmaps and ballot words line up).
+# of docs/udf.md's memory bound, plus a fifth of the output where a kernel's last call said how large it is
+# (the bound allows a quarter). Ranges are multiples of 1024 rows (bitmaps and ballot words line up).
 WORKING_SET = 192 << 20
+OUTPUT_SHARE = 0.2
 _ALIGN = 1024
 
 
@@ -39,14 +41,36 @@ def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, An
     rows = batch_rows(plan, inputs, mem, n)
     output = ChunkOutput(mem, plan, n, nullable[0].held.offset % 8 if share else 0, rows)
     output.scratch.append([x.held for x in inputs])
-    arena = None
-    for start in range(0, n, rows) if n else [0]:
-        b = min(rows, n - start)
-        arena = _launch(plan, inputs, mem, output, start, b, arena)
-        output.add_batch(start, b)
+    _run_ranges(plan, inputs, mem, output, list(range(0, n, rows)) if n else [0])
     output.assemble_values()
+    if output.sink is not None:
+        results.remember_output((plan.kernel, mem.device), output.sink.nbytes(), n)
     merge_validity(output, nullable, share)
     return output.arrow_type, output.finish()
+
+
+def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, starts: list[int]) -> None:
+    """Launches every range of rows: one by one, each checked before the next (the first always); on a GPU
+    a string output's later ranges queued back to back through a pipeline (string_sink.Pipeline), any range
+    it flags run again one by one with those after it."""
+    n, rows, arena, pipe, k = output.n, output.rows, None, None, 0
+    while k < len(starts):
+        start = starts[k]
+        b = min(rows, n - start)
+        if pipe is not None:
+            pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values)
+            output.add_batch(start, b, strings=False)
+            k += 1
+            if k == len(starts):
+                again = pipe.settle(starts)
+                arena, pipe = pipe.arena, None
+                k = len(starts) if again is None else again
+            continue
+        arena = _launch(plan, inputs, mem, output, start, b, arena)
+        output.add_batch(start, b)
+        k += 1
+        if k == 1 and output.sink is not None and k < len(starts):
+            pipe = output.sink.pipeline(arena, b, rows, len(starts))
 
 
 def _strings_in(inputs: list[Input]) -> int:
@@ -60,18 +84,18 @@ def batch_rows(plan: Plan, inputs: list[Input], mem: Memory, n: int) -> int:
     spec = plan.spec
     if not (spec.arena or spec.flags or spec.null_mode == NullMode.AWARE):
         return max(n, 1)
+    key = (plan.kernel, mem.device)
     per_row = 1 + (24 if plan.string_out else 0)
     if spec.arena:
-        learned = results.bytes_per_row((plan.kernel, mem.device))
+        learned = results.bytes_per_row(key)
         per_row += learned * 1.125 if learned is not None else results.initial_capacity(None, 1, 32 * _strings_in(inputs))
-    rows = int(WORKING_SET // per_row) // _ALIGN * _ALIGN
+    room = WORKING_SET + OUTPUT_SHARE * n * (results.output_per_row(key) or 0.0)
+    rows = int(room // per_row) // _ALIGN * _ALIGN
     return max(min(rows, n), _ALIGN if n > _ALIGN else max(n, 1))
 
 
-def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, start: int, b: int,
-            reuse: Any) -> Any:
-    """Launches the kernel over rows [start, start + b) once, or (string arena) until the arena held
-    everything; returns the arena (``reuse``: the last range's, taken again when large enough)."""
+def _launcher(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, start: int, b: int) -> Any:
+    """``launch(arena)``: the kernel over rows [start, start + b) (``arena``: the range's, or None)."""
     input_args: list[Any] = []
     for x in inputs:
         input_args.extend(x.kernel_args(mem, b, start))
@@ -82,6 +106,14 @@ def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, s
         args = [output.pad, values, flags, np.int64(arena.state_address if arena else 0), *input_args]
         mem.launch(plan.kernel, b, args, rows_per_thread)
 
+    return launch
+
+
+def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, start: int, b: int,
+            reuse: Any) -> Any:
+    """Launches the kernel over rows [start, start + b) once, or (string arena) until the arena held
+    everything; returns the arena (``reuse``: the last range's, taken again when large enough)."""
+    launch = _launcher(plan, inputs, mem, output, start, b)
     if not plan.spec.arena:
         launch(None)
         return None

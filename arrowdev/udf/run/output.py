@@ -10,7 +10,7 @@ import numpy as np
 from ... import _capsules
 from ...gpu import memory as device_memory, runtime
 from ...core.types import DataType
-from . import string_results as results
+from .string_sink import StringSink
 from .buffers import Memory
 from .plan import Plan
 from ..spec import Kind, NullMode
@@ -36,7 +36,7 @@ class ChunkOutput:
         self.keep: list[Any] = []
         self.scratch: list[Any] = []
         spec = plan.spec
-        self.sink: results.StringSink | None = None
+        self.sink: StringSink | None = None
         if spec.out == Kind.BALLOT:
             self.values, self.values_ptr, self.values_keep = mem.new((n + 31) // 32, np.uint32)
         elif plan.string_out is None:
@@ -44,7 +44,7 @@ class ChunkOutput:
                                                                      else plan.out_np)
         else:  # each batch's (address, size) pairs, made into the output's buffers batch by batch
             self.values, self.values_ptr, self.values_keep = mem.new(2 * rows, np.int64)
-            self.sink = results.StringSink(mem, n, plan.string_out, -(-n // rows) if n else 1)
+            self.sink = StringSink(mem, n, plan.string_out, -(-n // rows) if n else 1)
         self.writes_flags = spec.null_mode == NullMode.AWARE or spec.flags
         # per batch one byte a row, packed into the output's bitmap after each batch (valid_rows: -1 on a GPU)
         self.flags = mem.new(rows, np.uint8)[0] if self.writes_flags else mem.stand_in(np.uint8)
@@ -64,9 +64,10 @@ class ChunkOutput:
             return self.mem.part(self.values, start // 32, (b + 31) // 32), self.flags
         return self.mem.part(self.values, start, b), self.flags
 
-    def add_batch(self, start: int, b: int) -> None:
-        """After the launch of rows [start, start + b): their strings gathered, their flags packed."""
-        if self.sink is not None:
+    def add_batch(self, start: int, b: int, strings: bool = True) -> None:
+        """After the launch of rows [start, start + b): their strings gathered (unless ``strings`` is False: a
+        pipelined range gathers its own), their flags packed."""
+        if self.sink is not None and strings:
             self.sink.add(self.values, start, b)
         if self.writes_flags and b:
             valid = self.mem.pack_bits_into(self.flags, b, self.bitmap, start // 8)

@@ -35,6 +35,7 @@ MAX_RUNS = 6
 WINDOW = 1 << 31  # string_view buffer offsets are int32
 STRING_LIMIT = 2**31 - 1  # most data bytes a `string` (int32 offsets) holds; past it the output is large_string
 _bytes_per_row: dict[Any, float] = {}
+_output_per_row: dict[Any, float] = {}
 _stats_lock = threading.Lock()
 _stats = {"arenas_live": 0, "arena_bytes_live": 0, "meminfos_made": 0, "meminfos_released": 0, "reruns": 0}
 check_meminfos = False  # tests: walk every arena after its launch (counts MemInfos, checks NRT's counts)
@@ -65,7 +66,7 @@ class Arena:
     """``capacity`` bytes for one launch's managed strings, and the state the kernel allocates through."""
 
     def __init__(self, mem: Any, capacity: int) -> None:
-        self.mem, self.capacity, self.meminfos = mem, capacity, 0
+        self.mem, self.capacity, self.meminfos, self.last_claimed = mem, capacity, 0, 0
         _, self.base, self._bytes = mem.new(max(capacity, 1), np.uint8)
         allocator = ALLOCATOR_DEVICE_MALLOC if device_malloc_for_benchmarks and mem.gpu else ALLOCATOR_ARENA
         state = np.zeros(STATE_WORDS, dtype=np.int64)
@@ -154,7 +155,7 @@ def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int,
         else:
             arena = Arena(mem, capacity)
         launch(arena)
-        claimed = arena.claimed() if allocates else 0
+        claimed = arena.last_claimed = arena.claimed() if allocates else 0
         if claimed <= arena.capacity:
             if allocates and n and not device_malloc_for_benchmarks:
                 _bytes_per_row[key] = claimed / n
@@ -172,102 +173,15 @@ def bytes_per_row(key: Any) -> float | None:
     return _bytes_per_row.get(key)
 
 
-class StringSink:
-    """One chunk's string output, built from the kernel's (address, size) pairs one batch of rows at a time:
-    each batch's bytes are gathered to the data's end while its arena is still alive, so the arena can be
-    reused by the next batch. ``string`` / ``large_string``: offsets (int32, widened to int64 when the data
-    passes 2^31 - 1 bytes) and one data buffer; ``string_view``: views, with strings of more than 12 bytes
-    in data buffers of at most 2 GiB. A chunk of one batch gets exact buffers from the pool; one of several
-    a data buffer that grows in place (``Memory.growable``): never the data twice."""
+def remember_output(key: Any, nbytes: int, n: int) -> None:
+    """Records the output bytes a row of this kernel made (its data and offsets or views)."""
+    if n:
+        _output_per_row[key] = nbytes / n
 
-    def __init__(self, mem: Any, n: int, string_type: str, batches: int) -> None:
-        self.mem, self.n, self.string_type, self.batches = mem, n, string_type, batches
-        self.views = string_type == "string_view"
-        self.large = string_type == "large_string"
-        if self.views:
-            self.out, _, self.out_keep = mem.new(4 * n, np.int32)
-        else:
-            self.out, _, self.out_keep = mem.new(n + 1, np.int64 if self.large else np.int32)
-            self._set(self.out, 0, 0)
-        self.total = 0  # data bytes so far (string_view: in the current data buffer)
-        self.buffers: list[tuple[int, Any]] = []  # (address, owner) of each data buffer
-        self.used: list[int] = []  # bytes of each data buffer in use
 
-    def add(self, pairs: Any, start: int, b: int) -> None:
-        """Rows [start, start + b), whose pairs are the first ``2 * b`` of ``pairs`` (their strings still alive)."""
-        mem, xp = self.mem, self.mem.cp if self.mem.gpu else np
-        with mem.on_device():
-            kept = _as_array(mem, pairs)[:2 * b]
-            sizes = kept[1::2] if not self.views else kept[1::2] * (kept[1::2] > 12)  # inline views keep none
-            batch = xp.zeros(b + 1, dtype=np.int64)
-            xp.cumsum(sizes, out=batch[1:])
-        nbytes = _scalar(mem, batch, b)
-        data = self._room(nbytes)
-        _gather(mem, b, pairs, batch, data + self.total)
-        if self.views:
-            _views(mem, b, pairs, batch, mem.part(self.out, 4 * start, 4 * b), len(self.buffers) - 1, self.total)
-        else:
-            self._offsets(batch, start, b)
-        self.total += nbytes
-        self.used[-1] = self.total
-
-    def _room(self, nbytes: int) -> int:
-        """The address of the data buffer the next ``nbytes`` go to, made or grown for them."""
-        if self.views and nbytes > WINDOW - 1:
-            raise MemoryError(f"a batch of a string_view UDF output made {nbytes} bytes of strings, more than one "
-                              "2 GiB data buffer holds: return string or large_string (string_type=)")
-        if not self.views and not self.large and self.total + nbytes > STRING_LIMIT:
-            self._widen()
-        if not self.buffers or (self.views and self.total + nbytes > WINDOW - 1):
-            self.total = 0
-            self.used.append(0)
-            if self.batches == 1:  # the whole chunk at once: the exact size
-                _, address, keep = self.mem.new(max(nbytes, 1), np.uint8)
-                self.buffers.append((address, keep))
-                return address
-            self.buffers.append((0, self.mem.growable(WINDOW if self.views else self._reserve())))
-        grows = self.buffers[-1][1]
-        if hasattr(grows, "grow_to"):
-            grows.grow_to(max(self.total + nbytes, 1))
-            self.buffers[-1] = (grows.ptr, grows)
-        return self.buffers[-1][0]
-
-    def _reserve(self) -> int:
-        """Device addresses to reserve for a data buffer: the GPU's memory (more could not be mapped)."""
-        if not self.mem.gpu:
-            return 0
-        with self.mem.cp.cuda.Device(self.mem.device.id):
-            return int(self.mem.cp.cuda.runtime.memGetInfo()[1])
-
-    def _widen(self) -> None:
-        """The data passes what int32 offsets address: the offsets so far become int64 (large_string)."""
-        wide, _, keep = self.mem.new(self.n + 1, np.int64)
-        with self.mem.on_device():
-            _as_array(self.mem, wide)[:self.n + 1] = _as_array(self.mem, self.out)[:self.n + 1]
-        self.out, self.out_keep, self.large = wide, keep, True
-
-    def _offsets(self, batch: Any, start: int, b: int) -> None:
-        with self.mem.on_device():
-            target = _as_array(self.mem, self.out)
-            target[start + 1:start + b + 1] = batch[1:] + self.total
-
-    def _set(self, array: Any, index: int, value: int) -> None:
-        with self.mem.on_device():
-            _as_array(self.mem, array)[index] = value
-
-    def finish(self, keep: list[Any]) -> tuple[DataType, list[int]]:
-        """(Arrow type, buffers after the validity); appends what the array holds on to to ``keep``."""
-        import pyarrow as pa
-
-        if not self.buffers:  # no rows: an empty data buffer
-            self._room(0)
-        keep += [self.out_keep, *(owner for _, owner in self.buffers)]
-        out = _address(self.mem, _as_array(self.mem, self.out))
-        if self.views:
-            sizes = _on(self.mem, np.array(self.used, dtype=np.int64))
-            keep.append(sizes)
-            return DataType.from_arrow(pa.string_view()), [out, *(a for a, _ in self.buffers), _address(self.mem, sizes)]
-        return DataType.from_arrow(pa.large_string() if self.large else pa.string()), [out, self.buffers[0][0]]
+def output_per_row(key: Any) -> float | None:
+    """Output bytes a row of this kernel made in its last call (None before its first)."""
+    return _output_per_row.get(key)
 
 
 def _as_array(mem: Any, kernel_array: Any) -> Any:
@@ -278,9 +192,11 @@ def _as_array(mem: Any, kernel_array: Any) -> Any:
 # CPU: a loop of rows, each row's bytes copied eight at a time (``strings/words.py``: whole aligned words,
 # the first and last of a row byte by byte where they share a word with the rows beside it).
 _GATHER_CPU = """
-def gather(n, pairs, offsets, data_address):
+def gather(n, pairs, offsets, data_address, limit):
     for i in range(n):
         size = offsets[i + 1] - offsets[i]  # the pair's size, or 0 for a row the offsets give no bytes
+        if offsets[i + 1] > limit:  # past the buffer's room: the caller sees it and runs the rows again
+            break
         view = make_view(pairs[2 * i], size)
         w = writer_at(data_address + offsets[i], size)
         k = 0
@@ -297,7 +213,7 @@ def gather(n, pairs, offsets, data_address):
 # rows meet, and was bound by L2 store transactions. Only the range's first and last word, shared with the
 # warps beside it, are stored byte by byte.
 _GATHER_CUDA = """
-def gather(n, pairs, offsets, data_address):
+def gather(n, pairs, offsets, data_address, limit):
     i = cuda.grid(1)
     lane = i & 31
     first = i - lane
@@ -314,6 +230,8 @@ def gather(n, pairs, offsets, data_address):
         cuda.syncwarp()
         begin = data_address + starts[warp, 0]
         end = data_address + starts[warp, rows]
+        if starts[warp, rows] > limit:  # past the buffer's room: the caller sees it and runs the rows again
+            end = begin
         word = (begin & ~7) + 8 * lane
         while word < end:
             p = max(word, begin) - data_address
@@ -394,13 +312,15 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
     return _kernels[(name, target)]
 
 
-def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int) -> None:
-    """Copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time."""
+def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit: int = 2**62) -> None:
+    """Copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time; rows
+    that would end past ``limit`` bytes are not copied."""
     gather = _fixed_kernel("string gather", _GATHER_SOURCE, "gather", mem.gpu)
     if mem.gpu:
-        mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address)])
+        mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address),
+                               np.int64(limit)])
     else:
-        gather(n, pairs, offsets, np.int64(data_address))
+        gather(n, pairs, offsets, np.int64(data_address), np.int64(limit))
 
 
 def _views(mem: Any, n: int, pairs: Any, offsets: Any, views: Any, buffer: int, base: int) -> None:

@@ -1,0 +1,190 @@
+"""A string UDF's output built range by range (:class:`StringSink`), host side: each range's strings are gathered
+to the data's end while its arena is alive, so the next range reuses the arena. On a GPU, the ranges after the
+first are queued without waiting on the host (:class:`Pipeline`): their offsets, the data's running length and
+the checks (did a range outgrow its arena, or the data's room?) stay on the device and are read once at the end;
+a range that failed a check is run again, with everything after it, the careful way. docs/strings.md
+("Memory") has the picture and the measures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.types import DataType
+from . import string_results as results
+from .string_results import Arena, _address, _as_array, _gather, _on, _scalar, _views
+
+__all__ = ["Pipeline", "StringSink"]
+
+_ARENA_MARGIN = 1.25  # a pipelined range's arena: the first range's claim a row, times this
+_DATA_MARGIN = 1.15  # room mapped for the pipelined ranges' data: the first range's bytes a row, times this
+
+
+class StringSink:
+    """One chunk's string output, built from the kernel's (address, size) pairs one batch of rows at a time:
+    each batch's bytes are gathered to the data's end while its arena is still alive, so the arena can be
+    reused by the next batch. ``string`` / ``large_string``: offsets (int32, widened to int64 when the data
+    passes 2^31 - 1 bytes) and one data buffer; ``string_view``: views, with strings of more than 12 bytes
+    in data buffers of at most 2 GiB. A chunk of one batch gets exact buffers from the pool; one of several
+    a data buffer that grows in place (``Memory.growable``): never the data twice."""
+
+    def __init__(self, mem: Any, n: int, string_type: str, batches: int) -> None:
+        self.mem, self.n, self.string_type, self.batches = mem, n, string_type, batches
+        self.views = string_type == "string_view"
+        self.large = string_type == "large_string"
+        if self.views:
+            self.out, _, self.out_keep = mem.new(4 * n, np.int32)
+        else:
+            self.out, _, self.out_keep = mem.new(n + 1, np.int64 if self.large else np.int32)
+            self._set(self.out, 0, 0)
+        self.total = 0  # data bytes so far (string_view: in the current data buffer)
+        self.buffers: list[tuple[int, Any]] = []  # (address, owner) of each data buffer
+        self.used: list[int] = []  # bytes of each data buffer in use
+
+    def add(self, pairs: Any, start: int, b: int) -> None:
+        """Rows [start, start + b), whose pairs are the first ``2 * b`` of ``pairs`` (their strings still alive)."""
+        mem, xp = self.mem, self.mem.cp if self.mem.gpu else np
+        with mem.on_device():
+            kept = _as_array(mem, pairs)[:2 * b]
+            sizes = kept[1::2] if not self.views else kept[1::2] * (kept[1::2] > 12)  # inline views keep none
+            batch = xp.zeros(b + 1, dtype=np.int64)
+            xp.cumsum(sizes, out=batch[1:])
+        nbytes = _scalar(mem, batch, b)
+        data = self._room(nbytes)
+        _gather(mem, b, pairs, batch, data + self.total)
+        if self.views:
+            _views(mem, b, pairs, batch, mem.part(self.out, 4 * start, 4 * b), len(self.buffers) - 1, self.total)
+        else:
+            self._offsets(batch, start, b)
+        self.total += nbytes
+        self.used[-1] = self.total
+
+    def pipeline(self, arena: Arena | None, b0: int, rows: int, ranges: int) -> Pipeline | None:
+        """After the first of ``ranges`` ranges of a GPU chunk: the :class:`Pipeline` for the rest (None where
+        they run one by one: on the CPU, for string_view, or for few ranges)."""
+        if not self.mem.gpu or self.views or ranges < 3 or not hasattr(self.buffers[-1][1], "grow_to"):
+            return None
+        return Pipeline(self, arena, b0, rows, ranges)
+
+    def _room(self, nbytes: int) -> int:
+        """The address of the data buffer the next ``nbytes`` go to, made or grown for them."""
+        if self.views and nbytes > results.WINDOW - 1:
+            raise MemoryError(f"a batch of a string_view UDF output made {nbytes} bytes of strings, more than one "
+                              "2 GiB data buffer holds: return string or large_string (string_type=)")
+        if not self.views and not self.large and self.total + nbytes > results.STRING_LIMIT:
+            self._widen()
+        if not self.buffers or (self.views and self.total + nbytes > results.WINDOW - 1):
+            self.total = 0
+            self.used.append(0)
+            if self.batches == 1:  # the whole chunk at once: the exact size
+                _, address, keep = self.mem.new(max(nbytes, 1), np.uint8)
+                self.buffers.append((address, keep))
+                return address
+            self.buffers.append((0, self.mem.growable(results.WINDOW if self.views else self._reserve())))
+        grows = self.buffers[-1][1]
+        if hasattr(grows, "grow_to"):
+            grows.grow_to(max(self.total + nbytes, 1))
+            self.buffers[-1] = (grows.ptr, grows)
+        return self.buffers[-1][0]
+
+    def _reserve(self) -> int:
+        """Device addresses to reserve for a data buffer: the GPU's memory (more could not be mapped)."""
+        if not self.mem.gpu:
+            return 0
+        with self.mem.cp.cuda.Device(self.mem.device.id):
+            return int(self.mem.cp.cuda.runtime.memGetInfo()[1])
+
+    def _widen(self) -> None:
+        """The data passes what int32 offsets address: the offsets so far become int64 (large_string)."""
+        wide, _, keep = self.mem.new(self.n + 1, np.int64)
+        with self.mem.on_device():
+            _as_array(self.mem, wide)[:self.n + 1] = _as_array(self.mem, self.out)[:self.n + 1]
+        self.out, self.out_keep, self.large = wide, keep, True
+
+    def _offsets(self, batch: Any, start: int, b: int) -> None:
+        with self.mem.on_device():
+            target = _as_array(self.mem, self.out)
+            target[start + 1:start + b + 1] = batch[1:] + self.total
+
+    def _set(self, array: Any, index: int, value: int) -> None:
+        with self.mem.on_device():
+            _as_array(self.mem, array)[index] = value
+
+    def nbytes(self) -> int:
+        """Bytes of the output's buffers: the data, and the offsets or views."""
+        return sum(self.used) + (16 * self.n if self.views else (8 if self.large else 4) * (self.n + 1))
+
+    def finish(self, keep: list[Any]) -> tuple[DataType, list[int]]:
+        """(Arrow type, buffers after the validity); appends what the array holds on to to ``keep``."""
+        import pyarrow as pa
+
+        if not self.buffers:  # no rows: an empty data buffer
+            self._room(0)
+        keep += [self.out_keep, *(owner for _, owner in self.buffers)]
+        out = _address(self.mem, _as_array(self.mem, self.out))
+        if self.views:
+            sizes = _on(self.mem, np.array(self.used, dtype=np.int64))
+            keep.append(sizes)
+            return DataType.from_arrow(pa.string_view()), [out, *(a for a, _ in self.buffers), _address(self.mem, sizes)]
+        return DataType.from_arrow(pa.large_string() if self.large else pa.string()), [out, self.buffers[0][0]]
+
+
+class Pipeline:
+    """The ranges after the first of a GPU chunk, queued back to back: one arena sized from the first range's
+    claim, data room mapped from the first range's bytes a row, offsets computed on the device from a running
+    length there, and per range a flag: its arena overflowed, or its data passed the room (or int32 offsets).
+    :meth:`settle` reads the flags once; the first flagged range and those after it run again."""
+
+    def __init__(self, sink: StringSink, arena: Arena | None, b0: int, rows: int, ranges: int) -> None:
+        mem, cp = sink.mem, sink.mem.cp
+        self.sink, self.mem, self.cp = sink, mem, cp
+        self.arena = arena
+        if arena is not None:
+            need = int(arena.last_claimed / max(b0, 1) * rows * _ARENA_MARGIN) + (64 << 10)
+            self.arena = arena if arena.capacity >= need else Arena(mem, need)
+        left = sink.n - b0
+        grows = sink.buffers[-1][1]
+        grows.grow_to(sink.total + int(sink.total / max(b0, 1) * left * _DATA_MARGIN) + (2 << 20))
+        self.base, self.limit = grows.ptr, grows.mapped
+        if not sink.large:
+            self.limit = min(self.limit, results.STRING_LIMIT)
+        with mem.on_device():
+            self.total = cp.full((), sink.total, dtype=np.int64)
+            self.flags = cp.zeros(ranges, dtype=np.int8)
+            self.batch = cp.zeros(rows + 1, dtype=np.int64)
+
+    def step(self, k: int, start: int, b: int, launch: Any, pairs: Any) -> None:
+        """Range ``k`` (rows [start, start + b)): launched, its checks flagged, its bytes gathered, its offsets
+        written; nothing read back."""
+        if self.arena is not None:
+            self.arena.reset()
+        launch(self.arena)
+        cp, mem = self.cp, self.mem
+        with mem.on_device():
+            batch = self.batch[:b + 1]
+            cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=batch[1:])
+            batch += self.total
+            batch[0] = self.total
+            late = batch[b] > self.limit
+            if self.arena is not None:
+                late |= self.arena.state[2] > self.arena.capacity  # ArenaWord.CLAIMED
+            self.flags[k] = late
+        _gather(mem, b, pairs, batch, self.base, self.limit)
+        with mem.on_device():
+            _as_array(mem, self.sink.out)[start + 1:start + b + 1] = batch[1:]
+            self.total[...] = batch[b]
+
+    def settle(self, starts: list[int]) -> int | None:
+        """Reads the flags: None when every range held, else the index of the first that did not (the sink is
+        set back to that range's start, to run it and the rest again)."""
+        flags = self.flags.get(stream=self.mem.stream)
+        bad = np.flatnonzero(flags)
+        sink = self.sink
+        if not len(bad):
+            sink.total = sink.used[-1] = int(self.total.get(stream=self.mem.stream))
+            return None
+        k = int(bad[0])
+        sink.total = sink.used[-1] = _scalar(self.mem, _as_array(self.mem, sink.out), starts[k])
+        return k
