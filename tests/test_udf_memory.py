@@ -223,3 +223,16 @@ def test_gpu_host_data_that_fits_leaves_its_result_on_the_gpu():
     host = ad.column(pa.array(["ab", None, "c"]))
     out = host.apply(lambda s: s.upper(), device=0)
     assert out.device.type == "cuda" and out.to_pylist() == ["AB", None, "C"]
+
+
+@pytest.mark.gpu
+def test_gpu_ranges_that_outgrow_the_first_ranges_estimate_run_again(small_ranges):
+    """The pipelined ranges are sized from the first range: here later rows are 100 times longer, so their
+    arena and the data's room run out; the flagged ranges run again, one by one, with the same values."""
+    values = ["a"] * 3000 + ["b" * 200 + str(i) for i in range(6000)]
+    source = pa.array(values)
+    out = ad.column(source).to_device().apply(lambda s: s.upper() + "!")
+    assert out.to_pylist() == [v.upper() + "!" for v in values]
+    nulls = pa.array([None if i % 7 == 0 else v for i, v in enumerate(values)])
+    out = ad.column(nulls).to_device().apply(lambda s: s + s, string_type="large_string")
+    assert out.to_pylist() == [None if v is None else v + v for v in nulls.to_pylist()]
