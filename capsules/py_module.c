@@ -49,6 +49,7 @@ static PyMethodDef module_methods[] = {
      "import_from(obj, column_type=None): read_arrow's fast path for an object whose first protocol is "
      "__arrow_c_device_array__: (dtype, [held]) or, given column_type, a column; (None, what it "
      "returned) or None"},
+    {"format_layout", format_layout, METH_O, "(LayoutKind index, bits, fixed_size, children) of a format string"},
     {"schema_key", schema_key_of, METH_O, "a bytes key of an arrow_schema capsule's content, checked first (InvalidArrowError)"},
     {"export_schema", export_schema, METH_O, "export_schema(dtype): a deep copy of a DataType's schema"},
     {"type_of_schema", type_of_schema, METH_O,

@@ -14,6 +14,7 @@
  * (when full it starts over). It is the only cache of parsed types; Python keeps none.
  */
 #include "check.h"
+#include "format.h"
 #include "py_capsule.h"
 #include "py_types.h"
 #include "released.h"
@@ -162,4 +163,17 @@ PyObject* copy_schema(PyObject* module, PyObject* capsule) {
   if (src == NULL) return NULL;
   if (ArrowSchemaIsReleased(src)) return PyErr_Format(InvalidArrowError, "the schema capsule was already consumed");
   return check_schema_tree(src) ? NULL : schema_capsule_copy(src);
+}
+
+/* format_layout(format): how the native core lays out a format string, (kind, bits, fixed_size, children):
+ * kind is the LayoutKind's index (capsules/format.h); ValueError for a format it does not know. Python's one
+ * table of layouts (arrowdev/core/layout.py) is checked against it (tests/test_layouts.py). */
+PyObject* format_layout(PyObject* module, PyObject* format) {
+  const char* text = PyUnicode_AsUTF8(format);
+  if (text == NULL) return NULL;
+  FormatInfo info;
+  char err[256];
+  if (format_parse(text, &info, err, sizeof err) != 0) return PyErr_Format(PyExc_ValueError, "%s", err);
+  return Py_BuildValue("(iLLL)", (int)info.kind, (long long)info.bits, (long long)info.fixed_size,
+                       (long long)info.children);
 }

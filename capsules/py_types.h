@@ -33,6 +33,8 @@ PyObject* register_types(PyObject* module, PyObject* args);
 PyObject* type_of_schema(PyObject* module, PyObject* capsule);
 PyObject* type_cache_size(PyObject* module, PyObject* unused);
 PyObject* schema_key_of(PyObject* module, PyObject* capsule);
+/* (kind, bits, fixed_size, children) of a format string as the native core parses it (format.h). */
+PyObject* format_layout(PyObject* module, PyObject* format);
 PyObject* export_schema(PyObject* module, PyObject* dtype);
 PyObject* copy_schema(PyObject* module, PyObject* capsule);
 
