@@ -8,6 +8,8 @@
 - string_udfs.png: string UDF times against libcudf's kernels (where the run had cuDF), device malloc (the
   cuDF design) and PyArrow on the CPU (bench_string_udf.py --json);
 - transfers.png: host <-> device transfers against the pinned-memory ceiling (bench_transfer.py --json);
+- udf_memory.png: peak device memory of one UDF call over its output, arrowdev against libcudf's kernels
+  (bench_udf_memory.py --json);
 - scale_throughput.png: the scale job's rows per second against GPU count, arrowdev and dask-cudf, strong and
   weak scaling (bench_scale.py --json; drawn once benchmarks/results/bench_scale.json is there).
 
@@ -168,6 +170,28 @@ def plot_scale(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
 
 PLOTS = {"bench_udf": ("udf_bandwidth.png", plot_udf), "bench_string_udf": ("string_udfs.png", plot_strings),
          "bench_transfer": ("transfers.png", plot_transfers), "bench_scale": ("scale_throughput.png", plot_scale)}
+
+
+def plot_udf_memory(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
+    """Peak device memory of one call over the output it makes, arrowdev against libcudf's kernels."""
+    rows = record["rows"]
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    x = range(len(rows))
+    mine = [r["peak_bytes"] / r["output_bytes"] for r in rows]
+    theirs = [(r["libcudf_peak_bytes"] or 0) / (r["libcudf_output_bytes"] or 1) for r in rows]
+    ax.bar([v - 0.2 for v in x], mine, width=0.4, label="arrowdev")
+    ax.bar([v + 0.2 for v in x], theirs, width=0.4, label="libcudf's kernels (RMM statistics)")
+    ax.axhline(1.25, color="dimgrey", lw=0.8, ls="--")
+    ax.text(len(rows) - 0.5, 1.27, "arrowdev's bound: 1.25 x output (+ 256 MiB)", fontsize=7, ha="right",
+            color="dimgrey")
+    ax.set_xticks(list(x), [r["udf"] for r in rows], fontsize=8)
+    ax.set_ylabel("peak device memory / output bytes")
+    ax.set_title(f"Memory of one UDF call over {rows[0]['rows']:,} strings\n{_caption(record)}", fontsize=9)
+    _legend_below(ax, 2)
+    return _save(fig, out, record)
+
+
+PLOTS["bench_udf_memory"] = ("udf_memory.png", plot_udf_memory)
 
 
 def main(argv: list[str] | None = None) -> list[pathlib.Path]:
