@@ -27,7 +27,7 @@ __all__ = ["WORKING_SET", "batch_rows", "run_plan"]
 # of docs/udf.md's memory bound, plus a fifth of the output where a kernel's last call said how large it is
 # (the bound allows a quarter). Ranges are multiples of 1024 rows (bitmaps and ballot words line up).
 WORKING_SET = 192 << 20
-OUTPUT_SHARE = 0.2
+OUTPUT_SHARE = 0.1
 _ALIGN = 1024
 
 
@@ -44,7 +44,7 @@ def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, An
     _run_ranges(plan, inputs, mem, output, list(range(0, n, rows)) if n else [0])
     output.assemble_values()
     if output.sink is not None:
-        results.remember_output((plan.kernel, mem.device), output.sink.nbytes(), n)
+        results.remember_output((plan.kernel, mem.device), output.sink.nbytes(), sum(output.sink.used), n)
     merge_validity(output, nullable, share)
     return output.arrow_type, output.finish()
 
@@ -54,6 +54,11 @@ def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutpu
     a string output's later ranges queued back to back through a pipeline (string_sink.Pipeline), any range
     it flags run again one by one with those after it."""
     n, rows, arena, pipe, k = output.n, output.rows, None, None, 0
+    key = (plan.kernel, mem.device)
+    learned = results.output_per_row(key)
+    if output.sink is not None and learned is not None and (results.bytes_per_row(key) is not None or not plan.spec.arena):
+        # the kernel's last call said what a row takes: every range queued back to back, from the first
+        pipe = output.sink.pipeline(None, 0, rows, len(starts), results.bytes_per_row(key), learned[1])
     while k < len(starts):
         start = starts[k]
         b = min(rows, n - start)
@@ -89,7 +94,8 @@ def batch_rows(plan: Plan, inputs: list[Input], mem: Memory, n: int) -> int:
     if spec.arena:
         learned = results.bytes_per_row(key)
         per_row += learned * 1.125 if learned is not None else results.initial_capacity(None, 1, 32 * _strings_in(inputs))
-    room = WORKING_SET + OUTPUT_SHARE * n * (results.output_per_row(key) or 0.0)
+    learned_output = results.output_per_row(key)
+    room = WORKING_SET + OUTPUT_SHARE * n * (learned_output[0] if learned_output else 0.0)
     rows = int(room // per_row) // _ALIGN * _ALIGN
     return max(min(rows, n), _ALIGN if n > _ALIGN else max(n, 1))
 

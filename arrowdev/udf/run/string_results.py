@@ -35,7 +35,7 @@ MAX_RUNS = 6
 WINDOW = 1 << 31  # string_view buffer offsets are int32
 STRING_LIMIT = 2**31 - 1  # most data bytes a `string` (int32 offsets) holds; past it the output is large_string
 _bytes_per_row: dict[Any, float] = {}
-_output_per_row: dict[Any, float] = {}
+_output_per_row: dict[Any, tuple[float, float]] = {}
 _stats_lock = threading.Lock()
 _stats = {"arenas_live": 0, "arena_bytes_live": 0, "meminfos_made": 0, "meminfos_released": 0, "reruns": 0}
 check_meminfos = False  # tests: walk every arena after its launch (counts MemInfos, checks NRT's counts)
@@ -173,14 +173,14 @@ def bytes_per_row(key: Any) -> float | None:
     return _bytes_per_row.get(key)
 
 
-def remember_output(key: Any, nbytes: int, n: int) -> None:
-    """Records the output bytes a row of this kernel made (its data and offsets or views)."""
+def remember_output(key: Any, nbytes: int, data: int, n: int) -> None:
+    """Records the output bytes a row of this kernel made: all its buffers, and its string data alone."""
     if n:
-        _output_per_row[key] = nbytes / n
+        _output_per_row[key] = (nbytes / n, data / n)
 
 
-def output_per_row(key: Any) -> float | None:
-    """Output bytes a row of this kernel made in its last call (None before its first)."""
+def output_per_row(key: Any) -> tuple[float, float] | None:
+    """(Output bytes, string data bytes) a row of this kernel made in its last call (None before its first)."""
     return _output_per_row.get(key)
 
 

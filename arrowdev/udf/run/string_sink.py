@@ -18,8 +18,11 @@ from .string_results import Arena, _address, _as_array, _gather, _on, _scalar, _
 
 __all__ = ["Pipeline", "StringSink"]
 
-_ARENA_MARGIN = 1.25  # a pipelined range's arena: the first range's claim a row, times this
-_DATA_MARGIN = 1.15  # room mapped for the pipelined ranges' data: the first range's bytes a row, times this
+# A pipelined range's arena: the claim a row measured (by the first range, or the kernel's last call) times this,
+# as execute.batch_rows budgets it; the data's room: its bytes a row times this. Together with the ranges'
+# share of the working set they keep a call within 1.25 x its output (docs/udf.md, "Memory").
+_ARENA_MARGIN = 1.125
+_DATA_MARGIN = 1.1
 
 
 class StringSink:
@@ -61,12 +64,19 @@ class StringSink:
         self.total += nbytes
         self.used[-1] = self.total
 
-    def pipeline(self, arena: Arena | None, b0: int, rows: int, ranges: int) -> Pipeline | None:
-        """After the first of ``ranges`` ranges of a GPU chunk: the :class:`Pipeline` for the rest (None where
-        they run one by one: on the CPU, for string_view, or for few ranges)."""
-        if not self.mem.gpu or self.views or ranges < 3 or not hasattr(self.buffers[-1][1], "grow_to"):
+    def pipeline(self, arena: Arena | None, done: int, rows: int, ranges: int, arena_per_row: float | None = None,
+                 data_per_row: float | None = None) -> Pipeline | None:
+        """The :class:`Pipeline` for the ranges of a GPU chunk after the first ``done`` rows, sized from what
+        those rows took (or, with ``done`` 0, from ``arena_per_row`` and ``data_per_row``: the kernel's last
+        call); None where they run one by one (on the CPU, for string_view, or for few ranges)."""
+        if not self.mem.gpu or self.views or ranges < 3 or self.batches == 1:
             return None
-        return Pipeline(self, arena, b0, rows, ranges)
+        if done:
+            arena_per_row = arena.last_claimed / done if arena is not None else None
+            data_per_row = self.total / done
+        if data_per_row is None:
+            return None
+        return Pipeline(self, arena, arena_per_row, data_per_row, done, rows, ranges)
 
     def _room(self, nbytes: int) -> int:
         """The address of the data buffer the next ``nbytes`` go to, made or grown for them."""
@@ -137,16 +147,18 @@ class Pipeline:
     length there, and per range a flag: its arena overflowed, or its data passed the room (or int32 offsets).
     :meth:`settle` reads the flags once; the first flagged range and those after it run again."""
 
-    def __init__(self, sink: StringSink, arena: Arena | None, b0: int, rows: int, ranges: int) -> None:
+    def __init__(self, sink: StringSink, arena: Arena | None, arena_per_row: float | None, data_per_row: float,
+                 done: int, rows: int, ranges: int) -> None:
         mem, cp = sink.mem, sink.mem.cp
         self.sink, self.mem, self.cp = sink, mem, cp
         self.arena = arena
-        if arena is not None:
-            need = int(arena.last_claimed / max(b0, 1) * rows * _ARENA_MARGIN) + (64 << 10)
-            self.arena = arena if arena.capacity >= need else Arena(mem, need)
-        left = sink.n - b0
+        if arena_per_row is not None:
+            need = int(arena_per_row * rows * _ARENA_MARGIN) + (64 << 10)
+            self.arena = arena if arena is not None and arena.capacity >= need else Arena(mem, need)
+        if not sink.buffers:
+            sink._room(0)
         grows = sink.buffers[-1][1]
-        grows.grow_to(sink.total + int(sink.total / max(b0, 1) * left * _DATA_MARGIN) + (2 << 20))
+        grows.grow_to(sink.total + int(data_per_row * (sink.n - done) * _DATA_MARGIN) + (2 << 20))
         self.base, self.limit = grows.ptr, grows.mapped
         if not sink.large:
             self.limit = min(self.limit, results.STRING_LIMIT)
