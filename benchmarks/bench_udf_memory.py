@@ -114,6 +114,24 @@ def cudf_peak(series: Any, name: str, runs: int) -> dict[str, Any] | None:
     return {"peak": max(peaks), "output": out_bytes, "ms": statistics.median(times) * 1e3}
 
 
+PYARROW_OPS: dict[str, Callable[[Any], Any]] = {
+    "upper": pc.utf8_upper,
+    "concat": lambda a: pc.binary_join_element_wise(a, "!", ""),
+    "replace": lambda a: pc.replace_substring(a, "1", "<>"),
+    "chain": lambda a: pc.binary_join_element_wise(pc.replace_substring(pc.utf8_upper(a), "AB", "<>"), "!", ""),
+}
+
+
+def check_samples(col: Any, f: Callable[..., Any], reference: Callable[[Any], Any], expected: dict[int, Any]) -> None:
+    """The UDF's output at sampled windows of 64 rows across the whole column against PyArrow's kernels."""
+    out = col.apply(f)
+    for start, source in expected.items():
+        got = out[int(start):int(start) + 64].to_pylist()
+        if got != reference(source).to_pylist():
+            raise AssertionError(f"rows {start}..{start + 64} differ from PyArrow's")
+    print(f"    {len(expected)} windows of 64 rows across the column equal PyArrow's")
+
+
 def cudf_series(host: pa.Array) -> Any:
     try:
         import cudf
@@ -128,13 +146,17 @@ def main() -> None:
     parser.add_argument("--rows", type=float, default=1e8)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--udfs", nargs="*", default=[*UDFS, "null-aware"])
+    parser.add_argument("--no-peer", action="store_true", help="leave libcudf out (its copy of the column too)")
+    parser.add_argument("--check", type=int, default=0, help="compare this many sampled rows with PyArrow")
     record.add_json_option(parser, "bench_udf_memory")
     args = parser.parse_args()
     rows = int(args.rows)
     host = make_strings(rows)
-    series = cudf_series(host)
+    series = None if args.no_peer else cudf_series(host)
     route_cupy_through_arrowdev()
     col = ad.column(host).to_device()
+    samples = np.random.default_rng(3).integers(0, rows - 64, args.check) if args.check else []
+    expected = {i: host.slice(int(i), 64) for i in samples}
     del host
     print(f"{rows:.0e} strings, {col.nbytes / 1e9:.2f} GB on the GPU ({ad.cuda.memory_stats()['bytes_in_use'] / 1e9:.2f}"
           " GB in use)")
@@ -149,6 +171,8 @@ def main() -> None:
             del numbers
         else:
             mine = arrowdev_peak(col, UDFS[name], args.runs)
+            if args.check and name in PYARROW_OPS:
+                check_samples(col, UDFS[name], PYARROW_OPS[name], expected)
         theirs = cudf_peak(series, name, args.runs)
         within = mine["peak"] <= 1.25 * mine["output"] + BOUND_FIXED
         cells = (f"{theirs['peak'] / 1e9:9.2f} {theirs['peak'] / theirs['output']:7.2f}x {theirs['ms']:8.1f} "
