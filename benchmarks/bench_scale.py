@@ -320,7 +320,7 @@ class Engine:
             # --partitioning files: a partition a file (the same partitions at every GPU count); auto: arrowdev's rule
             rows = None if self.args.partitioning == "auto" else self.args.rows_per_file
             return add.read_parquet(files, columns=scale_job.COLUMNS, device=None if self.args.cpu else "cuda",
-                                    rows_per_partition=rows)
+                                    rows_per_partition=rows, engine=self.args.engine)
         return _peer_read(self.args.cpu)(files, columns=scale_job.COLUMNS)
 
     def graph(self, parts: Any) -> list[Any]:
@@ -461,6 +461,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--memory-limit", default="100GB", help="host memory per worker (GPU clusters)")
     parser.add_argument("--rmm-pool-size", default=None, help="an RMM pool per worker (dask-cuda's rmm_pool_size)")
     parser.add_argument("--protocol", default="tcp", choices=["tcp", "ucx"])
+    parser.add_argument("--engine", default="auto", choices=["auto", "cudf", "pyarrow"],
+                        help="arrowdev's Parquet decoding: libcudf on the GPU where installed (auto), or PyArrow")
     parser.add_argument("--cpu", action="store_true", help="CPU workers and dask.dataframe over pandas as the peer")
     parser.add_argument("--check", action="store_true", help="also run the job in this process, for the reference "
                         "(default with --cpu)")

@@ -211,7 +211,7 @@ def _free_and_total(device: int) -> tuple[int, int]:
 
 def read_parquet(path: str | list[str], columns: list[str] | None = None, device: int | str | None = None, *,
                  partition_bytes: int | None = None, rows_per_partition: int | None = None,
-                 working_set: float = DEFAULT_WORKING_SET, engine: str = "auto") -> PartitionedTable:
+                 working_set: float = DEFAULT_WORKING_SET, engine: str = "pyarrow") -> PartitionedTable:
     """A :class:`PartitionedTable` over the Parquet files at ``path`` (a file, a glob pattern, a directory of
     ``*.parquet`` files, or a list of files). ``device``: ``None`` / ``"cpu"`` keeps partitions in CPU memory,
     ``"cuda"`` puts each on its worker's current GPU, an int on that GPU.
@@ -224,10 +224,10 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None, device
     read, uncompressed) or ``rows_per_partition`` sets the target instead; a choice that makes tasks
     overhead-bound gives a :class:`~arrowdev.dask.PartitionSizeWarning`. The footers are read here.
 
-    ``engine``: who decodes the Parquet pages. ``"cudf"``: libcudf on the worker's GPU (pylibcudf; the columns
-    are taken over zero-copy); ``"pyarrow"``: PyArrow on the worker's CPU, then a copy to the GPU (on ``device``
-    None / "cpu" always this); ``"auto"`` (default): "cudf" for GPU partitions where pylibcudf is installed.
-    Decoding is most of the work of a job that reads and transforms (docs/distributed.md has the measures).
+    ``engine``: who decodes the Parquet pages. ``"pyarrow"`` (default): PyArrow on the worker's CPU, then a copy
+    to the GPU; ``"cudf"``: libcudf on the worker's GPU (pylibcudf; its columns taken over zero-copy), for GPU
+    partitions; ``"auto"``: "cudf" for GPU partitions where pylibcudf is installed, else "pyarrow". Decoding is
+    most of the work of a job that reads and transforms (docs/distributed.md has the measures).
     """
     if device not in (None, "cpu", "cuda") and not isinstance(device, int):
         raise ValueError(f"expected device None, 'cpu', 'cuda' or a GPU index, got {device!r}")
