@@ -319,3 +319,15 @@ def test_device_to_device_between_gpus():
     expected = [v > 0 for v in values.to_pylist()]
     for device in (0, 1, 1, 0):  # one kernel, launched on each GPU (a module per device)
         assert ad.column(values).to_device(device).apply(positive).to_pylist() == expected
+
+
+@pytest.mark.gpu
+def test_gpu_a_cupy_view_waits_for_the_kernel_that_made_the_column():
+    """A CuPy reduction right after a UDF reads the finished output: the view orders CuPy's stream after the
+    column's sync event (the scale job's sums once came out as garbage on busy workers)."""
+    n = 10**7
+    strings = ad.column(pa.array(["x" * (i % 23) for i in range(n)])).to_device()
+    expected = sum(i % 23 for i in range(23)) * (n // 23) + sum(i % 23 for i in range(n - n % 23, n))
+    for _ in range(3):
+        lengths = strings.apply(lambda s: len(s.upper() + "!") - 1)
+        assert int(lengths.to_cupy().sum()) == expected

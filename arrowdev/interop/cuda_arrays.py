@@ -87,6 +87,10 @@ def cupy_view(col: ArrowColumn) -> Any:
     cai = cuda_array_interface(col)
     n, dtype = cai["shape"][0], np.dtype(cai["typestr"])
     with cp.cuda.Device(col.device.id):
+        # CuPy's current stream waits for the column's producers (C7): the array is read there, and a view made
+        # here skips the CAI ``stream`` field that would otherwise order it (a sum right after a UDF read the
+        # output before its kernel had run: the scale job's statistics on the 4-GPU machine)
+        runtime.wait_on_events(cp.cuda.get_current_stream(), list(_chunked.sync_events(col)))
         mem = cp.cuda.UnownedMemory(cai["data"][0], n * dtype.itemsize, col, col.device.id)
         return cp.ndarray(n, dtype, cp.cuda.MemoryPointer(mem, 0))
 
