@@ -11,7 +11,7 @@ from typing import Any, Callable, final
 
 from typing_extensions import disjoint_base
 
-from arrowdev.types import DataType
+from arrowdev.core.types import DataType
 
 # A PyCapsule named arrow_schema, arrow_array, arrow_device_array, arrow_array_stream or
 # arrow_device_array_stream.

@@ -29,7 +29,7 @@ def range_rows(rows: int, bytes_per_row: float, room: int) -> int:
     of 1024, at least 1024 rows; all of them when they fit).
 
     >>> range_rows(10**9, 8.0, 8 << 30)
-    119304192
+    159072256
     >>> range_rows(10**6, 8.0, 8 << 30)
     1000000
     """

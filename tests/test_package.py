@@ -89,7 +89,7 @@ def test_the_kernel_compiler_is_bounded_above(extra):
 
 def test_the_gpu_extra_brings_the_launch_libraries():
     """udf/launch.py launches through cuda-python's driver API a kernel numba-cuda loaded with cuda.core."""
-    source = (ROOT / "arrowdev" / "udf" / "launch.py").read_text()
+    source = (ROOT / "arrowdev" / "udf" / "run" / "launch.py").read_text()
     assert "cuLaunchKernel" in source and "runtime.driver()" in source and ".handle" in source
     assert "cuda-core" in _extra("cuda13") and "cuda-python" in _extra("cuda13")
 

@@ -86,7 +86,7 @@ class Node(NamedTuple):
     its length, offset, null count (-1: not known), buffer addresses, child nodes and dictionary node.
 
     >>> import pyarrow as pa, arrowdev as ad
-    >>> from arrowdev import _chunked
+    >>> from arrowdev.core import chunks as _chunked
     >>> node = Node.of(_chunked.chunks(ad.column(pa.array(["a", None])))[0])
     >>> node.length, node.null_count, len(node.buffers), node.children, node.dictionary
     (2, 1, 3, (), None)
@@ -255,7 +255,7 @@ def row_pieces(dtype: DataType, tree: Node, piece_bytes: int) -> list[tuple[int,
     of numbers, bools and strings / binary are cut; any other node is one piece.
 
     >>> import pyarrow as pa, arrowdev as ad
-    >>> from arrowdev import _chunked
+    >>> from arrowdev.core import chunks as _chunked
     >>> held = _chunked.chunks(ad.column(pa.array(range(40), pa.int64())))[0]
     >>> row_pieces(ad.DataType.from_arrow(pa.int64()), Node.of(held), 128)
     [(0, 16), (16, 32), (32, 40)]

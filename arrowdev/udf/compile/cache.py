@@ -20,7 +20,7 @@ The folder is ``kernels`` in ``$ARROWDEV_CACHE_DIR`` when set (an empty value tu
 else in ``$XDG_CACHE_HOME/arrowdev`` or ``~/.cache/arrowdev`` (:func:`cache_dir`); nothing prunes it, and
 deleting it at any time is safe (docs/udf.md says how to clear and move it).
 
->>> from arrowdev.udf import cache
+>>> from arrowdev.udf.compile import cache
 >>> stats = cache.stats()
 >>> sorted(stats)
 ['compiled', 'corrupt', 'loaded', 'stored']
