@@ -13,8 +13,6 @@ from arrowdev.udf.compile import kernels as compiled
 from arrowdev.udf.run import execute
 from support.samples import reference
 
-pytest.importorskip("numba")
-
 
 @pytest.fixture
 def general_calls(monkeypatch):
