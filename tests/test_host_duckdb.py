@@ -75,3 +75,23 @@ def test_duckdb_on_the_gpu_matches_the_cpu(con):
     ad.duckdb.register(con, "gpu_piecewise", piecewise, ["DOUBLE"], device="cuda")
     con.sql("CREATE TABLE t AS SELECT (range % 100) / 100 x FROM range(5000)")
     assert _duck(con, "SELECT gpu_piecewise(x) FROM t") == _duck(con, "SELECT cpu_piecewise(x) FROM t")
+
+
+@pytest.mark.parametrize("name, f, arrays", [
+    ("sliced nullable", piecewise, [pa.array([0.25, None, 2.0, 0.75] * 40)[3:150]]),
+    ("two nullable", weighted, [pa.array([1.0, None, -2.0, 4.0] * 40), pa.array([3, 4, None, 6] * 40)]),
+    ("bool out, misaligned", lambda x: x > 0.5, [pa.array([0.25, None, 2.0] * 50)[5:]]),
+    ("strings in", lambda s: len(s), [pa.array(["ab", None, "été", ""] * 30)]),
+    ("bools in", lambda b: 1 if b else 0, [pa.array([True, None, False] * 30)]),
+])
+def test_duckdb_batches_from_buffers_agree_with_the_general_path(name, f, arrays):
+    """The prepared path from PyArrow buffers (HostUDF.pyarrow_call, what DuckDB's vectors take after the first)
+    gives what the general path gives: values, validity, null count, type."""
+    from arrowdev.integrations.batches import HostUDF
+
+    udf = HostUDF(f, host="DuckDB", noun="argument")
+    assert udf.pyarrow_call(arrays) is None  # no prepared call before the first
+    general = pa.array(udf(arrays, [f"a{k}" for k in range(len(arrays))]))
+    fast = udf.pyarrow_call(arrays)
+    assert fast is not None and fast.type == general.type and fast.null_count == general.null_count
+    assert fast.equals(general) and fast.to_pylist() == reference(f, *[a.to_pylist() for a in arrays])

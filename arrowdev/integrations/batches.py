@@ -11,17 +11,32 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..column import ArrowColumn, column
 from ..core.types import DataType
+from ..errors import MissingDependencyError, install_hint
 from ..table import ArrowTable, table
 from ..udf import UDFCompileError
 from ..udf.compile.arrow_types import UnsupportedTypeError, input_kind
+from ..udf.run import prepared_host
+from ..udf.run.callables import as_udf
+from ..udf.spec import UDF, function_key
 
-__all__ = ["AppendUDF", "HostUDF", "check_device"]
+__all__ = ["AppendUDF", "HostUDF", "check_device", "engine"]
+
+
+def engine(module: str, extra: str) -> Any:
+    """The engine's module, imported; MissingDependencyError naming the extra to install where it does not
+    import."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(f"arrowdev.{extra} needs {module}, which does not import here ({e}): "
+                                     f"{install_hint(extra)}") from e
 
 
 def check_device(device: Any) -> Any:
@@ -53,6 +68,60 @@ class HostUDF:
         self.options = {"null_aware": null_aware, "out_type": out_type, "string_type": string_type}
         self.arity = _arity(f)
         self._cpu = self.device in (None, "cpu")
+        self._wanted = None if out_type is None else DataType.from_arrow(self.options["out_type"])
+        self._types: dict[Any, DataType] = {}  # PyArrow input types seen -> DataType
+        self._as_udf: dict[int, Callable[..., Any]] = {}  # arity -> f as a Python function (udf/run/callables.py)
+        self._last: tuple | None = None  # (layout probe, (prepared call, output PyArrow type)) of the last batch
+        self._pa: Any = None
+
+    def pyarrow_call(self, arrays: Sequence[Any]) -> Any:
+        """``f`` over PyArrow arrays (one chunk each, in CPU memory) straight from their buffers, as a
+        PyArrow array: the layout's prepared call (udf/run/prepared_host.py) without building arrowdev
+        columns around the batch, for engines that call a UDF on many small batches (DuckDB: one per 2048
+        rows). None where there is no prepared call for the layout yet (the first batch of a layout goes
+        through :meth:`__call__`, which prepares it) or the layout has none (strings out, string_view in)."""
+        n = len(arrays[0])
+        kinds, buffers, offsets, nulls = [], [], [], []
+        for a in arrays:
+            dtype = self._types.get(a.type)
+            if dtype is None or len(a) != n or not n or not self._cpu:
+                self._learn([b.type for b in arrays])
+                return None
+            held = a.buffers()
+            count = a.null_count if held[0] is not None else 0
+            kinds.append((dtype, count > 0))
+            buffers.append(held)
+            offsets.append(a.offset)
+            nulls.append(count)
+        # the closure's values are part of the UDF's identity: its key is read each call (spec.function_key)
+        f = self._as_udf.get(len(arrays)) or self._as_udf.setdefault(len(arrays), UDF(as_udf(self.f, len(arrays))).f)
+        probe = (function_key(f), tuple(kinds), prepared_host.bitmaps_flag([o for o, c in zip(offsets, nulls) if c]))
+        if self._last is not None and self._last[0] == probe:  # the layout of the last batch: no lookup
+            call, out_type = self._last[1]
+        else:
+            call = prepared_host.lookup(UDF(f), probe[1], probe[2], self.options["null_aware"], self._wanted,
+                                        self.options["string_type"])
+            if call is None:
+                return None
+            out_type = call.arrow_type.to_pyarrow()
+            self._last = (probe, (call, out_type))
+        values, pad, validity, null_count = call.compute(
+            [tuple(b.address if b is not None else 0 for b in held) for held in buffers], offsets, nulls, n)
+        if type(validity) is int:  # an input's bitmap, shared
+            bitmap = buffers[validity][0].slice(offsets[validity] // 8)
+        else:
+            bitmap = None if validity is None else self._pa.py_buffer(validity)
+        return self._pa.Array.from_buffers(out_type, n, [bitmap, self._pa.py_buffer(values)], null_count, pad)
+
+    def _learn(self, arrow_types: list[Any]) -> None:
+        """Keeps the DataTypes of the input types :meth:`pyarrow_call` sees (not string_view's: PyArrow lists a
+        view array's buffers otherwise than the C ABI does)."""
+        import pyarrow as pa
+
+        self._pa = pa
+        for arrow_type in arrow_types:
+            if arrow_type not in self._types and arrow_type != pa.string_view():
+                self._types[arrow_type] = DataType.from_arrow(arrow_type)
 
     def __call__(self, arrays: Sequence[Any], names: Sequence[str], shown: Sequence[str] | None = None) -> ArrowColumn:
         """``f`` over ``arrays`` (any Arrow producers of equal length): a new column, on the GPU where

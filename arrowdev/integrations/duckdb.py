@@ -21,7 +21,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .batches import HostUDF
+from .batches import HostUDF, engine
 
 __all__ = ["register"]
 
@@ -50,6 +50,8 @@ def register(con: Any, name: str, f: Callable[..., Any], parameters: Sequence[An
     """
     import pyarrow as pa
 
+    engine("duckdb", "duckdb")
+
     names = _argument_names(f, parameters)
     duck_types = [_duckdb_type(con, t) for t in (parameters if parameters is not None else _annotations(f))]
     arrow_types = [_arrow_type(con, t) for t in duck_types]
@@ -63,7 +65,12 @@ def register(con: Any, name: str, f: Callable[..., Any], parameters: Sequence[An
 
     def vectorized(*arrays: Any) -> Any:
         # one chunk per vector: the array itself is cheaper to read than the chunked array
-        out = udf([a.chunk(0) if a.num_chunks == 1 else a for a in arrays], names, shown)
+        chunks = [a.chunk(0) if a.num_chunks == 1 else a for a in arrays]
+        if not any(a.num_chunks != 1 for a in arrays):
+            fast = udf.pyarrow_call(chunks)  # from the buffers, once the layout is prepared
+            if fast is not None:
+                return fast
+        out = udf(chunks, names, shown)
         if not out.device.is_cpu_readable:
             out = out.to_host()
         return pa.array(out) if out.num_chunks == 1 else pa.chunked_array(out)

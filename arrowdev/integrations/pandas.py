@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..column import ArrowColumn
-from .batches import HostUDF
+from .batches import HostUDF, engine
 
 __all__ = ["apply"]
 
@@ -44,7 +44,7 @@ def apply(data: Any, f: Callable[..., Any], columns: Sequence[Any] | None = None
     >>> ad.pandas.apply(df, lambda a, b: a * b if a > 0 else b, columns=["a", "b"]).tolist()
     [10, 20, <NA>]
     """
-    import pandas as pd
+    pd = engine("pandas", "pandas")
 
     if isinstance(data, pd.Series):
         series, index = [data], data.index

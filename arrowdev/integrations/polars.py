@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.types import DataType
-from .batches import HostUDF
+from .batches import HostUDF, engine
 
 __all__ = ["PolarsUDF", "udf"]
 
@@ -103,7 +103,7 @@ def udf(f: Callable[..., Any], *columns: Any, device: Any = None, null_aware: bo
     >>> df.with_columns(y=ad.polars.udf(lambda a, b: a * b if a > 0 else b, "a", "b"))["y"].to_list()
     [10.0, 20.0, None]
     """
-    import polars as pl
+    pl = engine("polars", "polars")
 
     call = PolarsUDF(f, device=device, null_aware=null_aware, out_type=out_type, string_type=string_type)
     if not columns:

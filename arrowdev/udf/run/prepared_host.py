@@ -28,7 +28,7 @@ from .inputs import Input
 from .plan import Plan, plan_for
 from ..spec import UDF, Kind, NullMode, Target
 
-__all__ = ["HostCall", "call_prepared", "prepare"]
+__all__ = ["HostCall", "bitmaps_flag", "call_prepared", "lookup", "prepare"]
 
 _CPU = 1  # ArrowDeviceType of CPU memory
 _calls: dict[tuple, HostCall | None] = {}  # None: the layout was looked at and does not qualify
@@ -67,11 +67,22 @@ def _layout(columns: list[Any]) -> tuple[tuple | None, list[Any], list[int]]:
         helds.append(held)
         nulls.append(count if nullable else 0)
         kinds.append((_chunked.dtype(col), nullable))
-    with_nulls = [h.offset for h, c in zip(helds, nulls) if c]
-    # the plan differs where one nullable input's bitmap starts mid-byte (plan.py); several are ANDed here
-    # bytewise only where each starts on a byte
-    offsets = (with_nulls[0] % 8 != 0) if len(with_nulls) == 1 else all(o % 8 == 0 for o in with_nulls)
-    return (tuple(kinds), offsets), helds, nulls
+    return (tuple(kinds), bitmaps_flag([h.offset for h, c in zip(helds, nulls) if c])), helds, nulls
+
+
+def bitmaps_flag(offsets: list[int]) -> bool:
+    """The part of a layout's key that the nullable inputs' offsets decide: the plan differs where one nullable
+    input's bitmap starts mid-byte (plan.py); several are ANDed here bytewise only where each starts on a byte."""
+    return (offsets[0] % 8 != 0) if len(offsets) == 1 else all(o % 8 == 0 for o in offsets)
+
+
+def lookup(f: UDF, kinds: tuple, flag: bool, null_aware: bool, out_type: DataType | None,
+           string_type: str) -> HostCall | None:
+    """The prepared call for inputs of ``kinds`` ((type, nullable) per input; ``flag``: :func:`bitmaps_flag`
+    of the nullable inputs' offsets), for callers that hold Arrow buffers rather than columns (an engine's
+    PyArrow arrays, integrations/batches.py); None where the layout has not been called before or does not
+    qualify."""
+    return _calls.get((f.key, null_aware, out_type, string_type, (kinds, flag)))
 
 
 def call_prepared(f: UDF, columns: list[Any], null_aware: bool, out_type: DataType | None,
@@ -128,45 +139,52 @@ class HostCall:
     def __call__(self, helds: list[Any], nulls: list[int]) -> tuple[DataType, list[Any]]:
         """The output's type and chunk over input chunks ``helds`` (null counts ``nulls``)."""
         n = helds[0].length
-        pad = next(h.offset for h, c in zip(helds, nulls) if c) % 8 if self.share else 0  # bits line up
-        out = np.empty(pad + n, self.out_dtype)
-        flags = np.empty(n, _U8) if self.mode == NullMode.AWARE else _STAND_IN
-        args: list[Any] = [n, pad, out, flags, 0]
-        for held, (reader, nullable) in zip(helds, self.readers):
-            buffers, offset = held.buffers, held.offset
-            data, extra = reader(buffers, offset + n)
-            args += (data, _view(buffers[0], (offset + n + 7) >> 3, _U8) if nullable else _STAND_IN, offset, extra)
-        self.kernel(*args)
-        if self.bits:  # bytes -> bits
-            out = np.packbits(out, bitorder="little")
-        keep: list[Any] = [out]
-        validity, null_count = self._validity(helds, nulls, flags, n, keep) if self.validity else (0, 0)
-        held = _capsules.build(self.arrow_type, n, null_count, pad, [validity, _address(out)], [],
+        values, pad, validity, null_count = self.compute([h.buffers for h in helds], [h.offset for h in helds],
+                                                         nulls, n)
+        keep: list[Any] = [values]
+        address = 0
+        if type(validity) is int:  # an input's own bitmap: the output keeps that input alive
+            held = helds[validity]
+            keep.append(held)
+            address = held.buffers[0] + held.offset // 8
+        elif validity is not None:
+            keep.append(validity)
+            address = _address(validity)
+        held = _capsules.build(self.arrow_type, n, null_count, pad, [address, _address(values)], [],
                                device_type=_CPU, device_id=helds[0].device_id, keepalive=keep)
         return self.arrow_type, [held]
 
-    def _validity(self, helds: list[Any], nulls: list[int], flags: np.ndarray, n: int,
-                  keep: list[Any]) -> tuple[int, int]:
-        """(validity address, null count) of the output; what it lives in is appended to ``keep``."""
+    def compute(self, buffers: list[tuple[int, ...]], offsets: list[int], nulls: list[int],
+                n: int) -> tuple[np.ndarray, int, Any, int]:
+        """Runs the kernel over ``n`` rows of inputs given by their buffers' addresses (in the C Data order),
+        offsets and null counts. Returns (values: the output's data buffer, bools as bits; the output's
+        offset; its validity: None, the index of the input whose bitmap it shares (from that input's
+        ``offset // 8``-th byte), or a new bitmap; its null count)."""
+        pad = next(o for o, c in zip(offsets, nulls) if c) % 8 if self.share else 0  # bits line up
+        out = np.empty(pad + n, self.out_dtype)
+        flags = np.empty(n, _U8) if self.mode == NullMode.AWARE else _STAND_IN
+        args: list[Any] = [n, pad, out, flags, 0]
+        for addresses, offset, (reader, nullable) in zip(buffers, offsets, self.readers):
+            data, extra = reader(addresses, offset + n)
+            args += (data, _view(addresses[0], (offset + n + 7) >> 3, _U8) if nullable else _STAND_IN, offset, extra)
+        self.kernel(*args)
+        if self.bits:  # bytes -> bits
+            out = np.packbits(out, bitorder="little")
         if self.mode == NullMode.AWARE:
-            packed = np.packbits(flags, bitorder="little")
-            keep.append(packed)
-            return _address(packed), n - int(np.count_nonzero(flags))
-        sources = [(h, c) for h, c in zip(helds, nulls) if c]
-        if not sources:
-            return 0, 0
+            return out, pad, np.packbits(flags, bitorder="little"), n - int(np.count_nonzero(flags))
+        if not self.validity:
+            return out, pad, None, 0
+        sources = [k for k, c in enumerate(nulls) if c]
         if len(sources) == 1:  # the input's own bitmap (validity.py)
-            held, count = sources[0]
-            keep.append(held)
-            return held.buffers[0] + held.offset // 8, count
+            return out, pad, sources[0], nulls[sources[0]]
         nbytes = (n + 7) >> 3
-        combined = _view(sources[0][0].buffers[0] + sources[0][0].offset // 8, nbytes, _U8).copy()
-        for held, _ in sources[1:]:
-            np.bitwise_and(combined, _view(held.buffers[0] + held.offset // 8, nbytes, _U8), out=combined)
+        first = sources[0]
+        combined = _view(buffers[first][0] + offsets[first] // 8, nbytes, _U8).copy()
+        for k in sources[1:]:
+            np.bitwise_and(combined, _view(buffers[k][0] + offsets[k] // 8, nbytes, _U8), out=combined)
         if n % 8:
             combined[-1] &= (1 << (n % 8)) - 1  # bits past the last row: not counted
-        keep.append(combined)
-        return _address(combined), n - int(np.bitwise_count(combined).sum())
+        return out, pad, combined, n - int(np.bitwise_count(combined).sum())
 
 
 def _reader(kind: Kind, np_dtype: np.dtype | None) -> Callable[[tuple, int], tuple[Any, Any]]:
