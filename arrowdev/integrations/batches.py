@@ -88,16 +88,19 @@ class HostUDF:
                 self._learn([b.type for b in arrays])
                 return None
             held = a.buffers()
+            if len(held) > 1 and held[1] is not None and not held[1].is_cpu:  # a GPU array: the general path
+                return None
             count = a.null_count if held[0] is not None else 0
             kinds.append((dtype, count > 0))
             buffers.append(held)
             offsets.append(a.offset)
             nulls.append(count)
         # the closure's values are part of the UDF's identity: its key is read each call (spec.function_key)
-        f = self._as_udf.get(len(arrays)) or self._as_udf.setdefault(len(arrays), UDF(as_udf(self.f, len(arrays))).f)
+        f = self._as_udf.get(len(arrays)) or self._as_udf.setdefault(len(arrays), as_udf(self.f, len(arrays)))
         probe = (function_key(f), tuple(kinds), prepared_host.bitmaps_flag([o for o, c in zip(offsets, nulls) if c]))
-        if self._last is not None and self._last[0] == probe:  # the layout of the last batch: no lookup
-            call, out_type = self._last[1]
+        last = self._last  # read once: engines call from several threads (DuckDB), which replace it
+        if last is not None and last[0] == probe:  # the layout of the last batch: no lookup
+            call, out_type = last[1]
         else:
             call = prepared_host.lookup(UDF(f), probe[1], probe[2], self.options["null_aware"], self._wanted,
                                         self.options["string_type"])
