@@ -42,6 +42,18 @@ _PREVIEW_ROWS = 10
 _CPU = 1  # ArrowDeviceType of CPU memory
 
 
+_APPLY: list[Callable[..., Any]] = []
+
+
+def _udf_runner() -> Callable[..., Any]:
+    """``arrowdev.udf.run.apply.apply_columns``, imported on first use (numba loads only when a UDF runs)."""
+    if not _APPLY:
+        from .udf.run.apply import apply_columns
+
+        _APPLY.append(apply_columns)
+    return _APPLY[0]
+
+
 class ArrowColumn(_capsules.ColumnCore):
     """A column of Arrow data: a type and zero or more chunks, all on one device.
 
@@ -368,8 +380,10 @@ class ArrowColumn(_capsules.ColumnCore):
         >>> ad.column(pa.array(["ab", None, "été"])).apply(lambda s: s.upper() + "!").to_pylist()
         ['AB!', None, 'ÉTÉ!']
         """
+        apply_columns = _udf_runner()
+        if device is None:  # where the data is: the common case, kept short (engines call it per batch)
+            return ArrowColumn(*apply_columns(f, [self], null_aware, out_type, stream, string_type=string_type))
         from .streaming import apply_on_gpu, gpu_for
-        from .udf.run.apply import apply_columns
 
         def run(columns: list[ArrowColumn]) -> ArrowColumn:
             return ArrowColumn(*apply_columns(f, columns, null_aware, out_type, stream, string_type=string_type))

@@ -11,7 +11,9 @@
 - udf_memory.png: peak device memory of one UDF call over its output, arrowdev against libcudf's kernels
   (bench_udf_memory.py --json);
 - scale_throughput.png: the scale job's rows per second against GPU count, arrowdev and dask-cudf, strong and
-  weak scaling (bench_scale.py --json; drawn once benchmarks/results/bench_scale.json is there).
+  weak scaling (bench_scale.py --json; drawn once benchmarks/results/bench_scale.json is there);
+- hosts.png: UDFs in Polars, DuckDB and pandas: each host's row-by-row UDF, arrowdev (and arrowdev on the GPU
+  where the run had one) and the host's native expression, at 10^6 rows (bench_hosts.py --json).
 
 Each figure names the machine and where its numbers come from, and says at its foot (and in the PNG's
 ``Source`` text) the command that drew it, the results file, and the command that recorded those results.
@@ -168,8 +170,51 @@ def plot_scale(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     return _save(fig, out, record)
 
 
+def plot_hosts(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
+    """Per host, per UDF: ms at the largest size where the row-by-row UDF ran (10^6 rows by default), log scale."""
+    rows = record["rows"]
+    size = max((r["rows"] for r in rows if "row_by_row_ms" in r), default=max(r["rows"] for r in rows))
+    hosts = list(dict.fromkeys(r["host"] for r in rows))
+    series = [("host's row-by-row UDF", "row_by_row_ms"), ("arrowdev (CPU)", "arrowdev_ms"),
+              ("arrowdev (GPU)", "arrowdev_gpu_ms"), ("native expression", "native_ms"),
+              ("identity Arrow UDF (DuckDB's floor)", "identity_ms")]
+    series = [(label, key) for label, key in series if any(key in r for r in rows)]
+    fig, axes = plt.subplots(1, len(hosts), figsize=(4.4 * len(hosts), 5.2), squeeze=False, sharey=True)
+    for ax, host in zip(axes[0], hosts):
+        mine = [r for r in rows if r["host"] == host and r["rows"] == size]
+        y = range(len(mine))
+        height = 0.8 / len(series)
+        for i, (label, key) in enumerate(series):
+            ax.barh([v + (i - (len(series) - 1) / 2) * height for v in y], [r.get(key) or 0 for r in mine],
+                    height=height, label=label)
+        ax.set_yticks(list(y), [r["udf"] for r in mine], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel(f"ms for {size:,} rows (log; lower is better)", fontsize=8)
+        ax.set_title(host, fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes[0][1:]:  # DuckDB's panel has the identity bar the others lack
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 0.06), ncol=3, frameon=False)
+    cost = record.get("fixed_cost") or {}
+    load = record.get("load_average") or []
+    fig.suptitle(f"UDFs in Polars, DuckDB and pandas\n{_caption(record)}; load average {load[:3]} -> {load[3:]}; "
+                 f"one CPU call on 2048 rows {cost.get('arrowdev_us')} us (NumPy x * 2 + 1: {cost.get('numpy_us')} us)",
+                 fontsize=8.5)
+    drawn_by = _drawn_by(record, out)
+    fig.text(0.01, 0.005, drawn_by, fontsize=6.5, color="dimgrey", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.savefig(out, dpi=110, metadata={**METADATA, "Source": drawn_by.replace("\n", "; ")})
+    plt.close(fig)
+    return out
+
+
 PLOTS = {"bench_udf": ("udf_bandwidth.png", plot_udf), "bench_string_udf": ("string_udfs.png", plot_strings),
-         "bench_transfer": ("transfers.png", plot_transfers), "bench_scale": ("scale_throughput.png", plot_scale)}
+         "bench_transfer": ("transfers.png", plot_transfers), "bench_scale": ("scale_throughput.png", plot_scale),
+         "bench_hosts": ("hosts.png", plot_hosts)}
 
 
 def plot_udf_memory(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:

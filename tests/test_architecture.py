@@ -38,11 +38,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("UDF API", ("arrowdev.udf",)),
     ("user objects", ("arrowdev.column", "arrowdev.table", "arrowdev.debug", "arrowdev.streaming")),
     ("engine hosts", ("arrowdev.integrations",)),
-    ("public names", ("arrowdev.dask", "arrowdev.ray", "arrowdev.spark", "arrowdev")),
+    ("public names", ("arrowdev.dask", "arrowdev.ray", "arrowdev.spark", "arrowdev.polars", "arrowdev.duckdb",
+                      "arrowdev.pandas", "arrowdev")),
 )
 # Modules of the same name in different folders that mean the same thing: the public facades of the hosts.
-SAME_NAME_SAME_THING = {"ray.py": {"arrowdev/ray.py", "arrowdev/integrations/ray.py"},
-                        "spark.py": {"arrowdev/spark.py", "arrowdev/integrations/spark.py"}}
+SAME_NAME_SAME_THING = {f"{host}.py": {f"arrowdev/{host}.py", f"arrowdev/integrations/{host}.py"}
+                        for host in ("ray", "spark", "polars", "duckdb", "pandas")}
 
 # The native base of ArrowColumn (capsules/py_column.c) holds these; arrowdev.core.chunks is the layer that
 # works on them, column.py the class built on them.

@@ -1,15 +1,204 @@
-"""What the engine hosts share: a UDF over a host's Arrow batch, appended to it as a new column. Ray Data
-(:mod:`.ray`) and Spark (:mod:`.spark`) hand a function pyarrow batches; each host module wraps this one.
+"""What the engine hosts share: a UDF as an engine calls it on its batches.
+
+- :class:`HostUDF`: ``f`` row by row over a host's arrays (Polars Series, DuckDB's and Ray's PyArrow arrays,
+  pandas' buffers), each checked first that a UDF can take its type (errors name the host's column and its
+  type), run where the data is or on a GPU, and the result type found without running: compiled for empty
+  columns of the host's types (the kernel the first batch then runs). Polars (:mod:`.polars`), DuckDB
+  (:mod:`.duckdb`) and pandas (:mod:`.pandas`) build on it.
+- :class:`AppendUDF`: a UDF over a PyArrow batch, appended to it as a new column: Ray Data (:mod:`.ray`) and
+  Spark (:mod:`.spark`) hand a function PyArrow batches; each wraps this one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import importlib
+import inspect
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..column import ArrowColumn, column
+from ..core.types import DataType
+from ..errors import MissingDependencyError, install_hint
 from ..table import ArrowTable, table
+from ..udf import UDFCompileError
+from ..udf.compile.arrow_types import UnsupportedTypeError, input_kind
+from ..udf.run import prepared_host
+from ..udf.run.callables import as_udf
+from ..udf.spec import UDF, function_key
 
-__all__ = ["AppendUDF"]
+__all__ = ["AppendUDF", "HostUDF", "check_device", "engine"]
+
+
+def engine(module: str, extra: str) -> Any:
+    """The engine's module, imported; MissingDependencyError naming the extra to install where it does not
+    import."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(f"arrowdev.{extra} needs {module}, which does not import here ({e}): "
+                                     f"{install_hint(extra)}") from e
+
+
+def check_device(device: Any) -> Any:
+    """``device`` as :meth:`arrowdev.ArrowColumn.apply` takes it (None: where the data is; "cpu", "cuda" or
+    a GPU index); ValueError for anything else."""
+    if device is None or device in ("cpu", "cuda") or isinstance(device, int) and not isinstance(device, bool) \
+            and device >= 0:
+        return device
+    raise ValueError(f"expected device None, 'cpu', 'cuda' or a GPU index, got {device!r}")
+
+
+class HostUDF:
+    """``f(a, b, ...)`` row by row over the columns a host passes, as :meth:`arrowdev.ArrowTable.apply`
+    computes it: nulls in, nulls out unless ``null_aware``; the output type numba infers unless ``out_type``
+    says; new strings as ``string_type``. ``device``: None or "cpu" runs where the data is (host data: numba's
+    CPU target); "cuda" (or a GPU index) copies host data to the GPU, runs the kernel there and leaves the
+    result there (the host module copies it back where its engine needs host memory). ``host`` names the
+    engine in errors, ``noun`` what it calls the UDF's inputs ("column", "argument")."""
+
+    def __init__(self, f: Callable[..., Any], *, host: str, device: Any = None, null_aware: bool = False,
+                 out_type: Any = None, string_type: str = "string", noun: str = "column") -> None:
+        if not callable(f):
+            raise TypeError(f"expected a function for the UDF, got {type(f).__name__}")
+        self.f, self.host, self.noun, self.device = f, host, noun, check_device(device)
+        if isinstance(out_type, str):  # "float32", "int64", ...: PyArrow's aliases
+            import pyarrow as pa
+
+            out_type = pa.type_for_alias(out_type)
+        self.options = {"null_aware": null_aware, "out_type": out_type, "string_type": string_type}
+        self.arity = _arity(f)
+        self._cpu = self.device in (None, "cpu")
+        self._wanted = None if out_type is None else DataType.from_arrow(self.options["out_type"])
+        self._types: dict[Any, DataType] = {}  # PyArrow input types seen -> DataType
+        self._as_udf: dict[int, Callable[..., Any]] = {}  # arity -> f as a Python function (udf/run/callables.py)
+        self._last: tuple | None = None  # (layout probe, (prepared call, output PyArrow type)) of the last batch
+        self._pa: Any = None
+
+    def pyarrow_call(self, arrays: Sequence[Any]) -> Any:
+        """``f`` over PyArrow arrays (one chunk each, in CPU memory) straight from their buffers, as a
+        PyArrow array: the layout's prepared call (udf/run/prepared_host.py) without building arrowdev
+        columns around the batch, for engines that call a UDF on many small batches (DuckDB: one per 2048
+        rows). None where there is no prepared call for the layout yet (the first batch of a layout goes
+        through :meth:`__call__`, which prepares it) or the layout has none (strings out, string_view in)."""
+        n = len(arrays[0])
+        kinds, buffers, offsets, nulls = [], [], [], []
+        for a in arrays:
+            dtype = self._types.get(a.type)
+            if dtype is None or len(a) != n or not n or not self._cpu:
+                self._learn([b.type for b in arrays])
+                return None
+            held = a.buffers()
+            if len(held) > 1 and held[1] is not None and not held[1].is_cpu:  # a GPU array: the general path
+                return None
+            count = a.null_count if held[0] is not None else 0
+            kinds.append((dtype, count > 0))
+            buffers.append(held)
+            offsets.append(a.offset)
+            nulls.append(count)
+        # the closure's values are part of the UDF's identity: its key is read each call (spec.function_key)
+        f = self._as_udf.get(len(arrays)) or self._as_udf.setdefault(len(arrays), as_udf(self.f, len(arrays)))
+        probe = (function_key(f), tuple(kinds), prepared_host.bitmaps_flag([o for o, c in zip(offsets, nulls) if c]))
+        last = self._last  # read once: engines call from several threads (DuckDB), which replace it
+        if last is not None and last[0] == probe:  # the layout of the last batch: no lookup
+            call, out_type = last[1]
+        else:
+            call = prepared_host.lookup(UDF(f), probe[1], probe[2], self.options["null_aware"], self._wanted,
+                                        self.options["string_type"])
+            if call is None:
+                return None
+            out_type = call.arrow_type.to_pyarrow()
+            self._last = (probe, (call, out_type))
+        values, pad, validity, null_count = call.compute(
+            [tuple(b.address if b is not None else 0 for b in held) for held in buffers], offsets, nulls, n)
+        if type(validity) is int:  # an input's bitmap, shared
+            bitmap = buffers[validity][0].slice(offsets[validity] // 8)
+        else:
+            bitmap = None if validity is None else self._pa.py_buffer(validity)
+        return self._pa.Array.from_buffers(out_type, n, [bitmap, self._pa.py_buffer(values)], null_count, pad)
+
+    def _learn(self, arrow_types: list[Any]) -> None:
+        """Keeps the DataTypes of the input types :meth:`pyarrow_call` sees (not string_view's: PyArrow lists a
+        view array's buffers otherwise than the C ABI does)."""
+        import pyarrow as pa
+
+        self._pa = pa
+        for arrow_type in arrow_types:
+            if arrow_type not in self._types and arrow_type != pa.string_view():
+                self._types[arrow_type] = DataType.from_arrow(arrow_type)
+
+    def __call__(self, arrays: Sequence[Any], names: Sequence[str], shown: Sequence[str] | None = None) -> ArrowColumn:
+        """``f`` over ``arrays`` (any Arrow producers of equal length): a new column, on the GPU where
+        ``device`` asked for one. ``names`` and ``shown`` (the host's names of the inputs and of their types)
+        are for errors."""
+        columns = [a if isinstance(a, ArrowColumn) else column(a) for a in arrays]
+        if self._cpu and len(columns) == 1:  # the engines' common case, kept short (DuckDB: per 2048 rows)
+            try:
+                return columns[0].apply(self.f, **self.options)
+            except TypeError as e:
+                raise self._explained(e, columns, names, shown) from e
+        return self._run(columns, names, shown)
+
+    def _run(self, columns: list[ArrowColumn], names: Sequence[str], shown: Sequence[str] | None) -> ArrowColumn:
+        self.check([c.type for c in columns], names, shown)
+        device = None if self.device == "cpu" else self.device
+        try:
+            if len(columns) == 1:
+                return columns[0].apply(self.f, device=device, **self.options)
+            args = table({f"a{k}": c for k, c in enumerate(columns)})  # host names may repeat
+            return args.apply(self.f, device=device, **self.options)
+        except TypeError as e:
+            raise self._explained(e, columns, names, shown) from e
+
+    def check(self, types: Sequence[Any], names: Sequence[str], shown: Sequence[str] | None = None) -> None:
+        """TypeError, naming the input and its type, for a type no UDF can take or an input count that is
+        not ``f``'s number of arguments."""
+        if self.arity is not None and self.arity != len(types):
+            raise TypeError(f"{_name(self.f)} takes {self.arity} argument(s), but {self.host} passes "
+                            f"{len(types)} {self.noun}(s): {', '.join(map(repr, names))}; pass one {self.noun} "
+                            "per argument of the UDF")
+        for k, (name, dtype) in enumerate(zip(names, types)):
+            dtype = DataType.from_arrow(dtype)
+            try:
+                input_kind(dtype)
+            except UnsupportedTypeError:
+                host_type = f"{shown[k]} (Arrow {dtype})" if shown else str(dtype)
+                raise TypeError(f"{self.host} passes {self.noun} {name!r} of type {host_type}, which a UDF cannot "
+                                "take: expected numbers, bools, dates, times, timestamps, durations or strings; "
+                                f"cast the {self.noun} to one of them first") from None
+
+    def result_type(self, types: Sequence[Any], names: Sequence[str], shown: Sequence[str] | None = None) -> DataType:
+        """The type ``f`` returns over inputs of ``types`` (Arrow types), without running it on data: it is
+        compiled for empty columns of those types, the kernel the first batch of such columns runs."""
+        import pyarrow as pa
+
+        self.check(types, names, shown)
+        empty = [column(pa.array([], type=DataType.from_arrow(t).to_pyarrow())) for t in types]
+        return self._run(empty, names, shown).type
+
+    def _explained(self, error: TypeError, columns: list[ArrowColumn], names: Sequence[str],
+                   shown: Sequence[str] | None) -> TypeError:
+        """``error`` with the inputs the host passed and their types (UDF typing errors name the function,
+        not the host's columns)."""
+        self.check([c.type for c in columns], names, shown)  # a type no UDF takes: that error instead
+        passed = ", ".join(f"{name!r}: {shown[k] if shown else c.type}"
+                           for k, (name, c) in enumerate(zip(names, columns)))
+        kind = UDFCompileError if isinstance(error, UDFCompileError) else TypeError
+        return kind(f"{error} ({self.host} passed {passed})")
+
+
+def _arity(f: Callable[..., Any]) -> int | None:
+    """How many positional arguments ``f`` takes (None: any number, or not known)."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return None
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
+
+
+def _name(f: Callable[..., Any]) -> str:
+    return f"UDF {getattr(f, '__qualname__', None) or type(f).__name__!r}"
 
 
 class AppendUDF:

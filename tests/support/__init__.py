@@ -17,6 +17,7 @@ import ``from support.samples import CASES``; the modules import one another rel
   process (numba's memory manager, the first CUDA context, CUDA IPC, NRT statistics); ``Children``, child
   interpreters that answer commands (importers and exporters that hold, release, die or exit on cue), and
   ``wait_for``.
+- :mod:`support.host_udfs`: the UDFs the host tests share (Polars, DuckDB, pandas), one definition each.
 - :mod:`support.fake_ipc`: CUDA IPC without a GPU (host memory as allocations, fake handles), for the tests
   of the lease wiring (tests/test_publish.py).
 """

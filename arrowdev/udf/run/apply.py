@@ -14,7 +14,7 @@ from ...core import chunks as _chunked
 from ...gpu import runtime
 from ...errors import CaptureError
 from ...core.types import DataType, Device
-from . import segments as chunks, prepared_calls
+from . import segments as chunks, prepared_calls, prepared_host
 from .. import deps
 from ..compile import probe
 from .callables import as_udf
@@ -58,8 +58,9 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
     f = UDF(as_udf(f, 1 if window else len(columns)))  # its keys, computed once for the whole call
     wanted = None if out_type is None else DataType.from_arrow(out_type)
     repeatable = stream is None and window is None  # calls on arrowdev's stream, not rolling windows
-    if repeatable:
-        result = prepared_calls.call_prepared(f, columns, null_aware, wanted, string_type)
+    if repeatable:  # a layout called before: little host work (CPU: prepared_host.py, GPU: prepared_calls.py)
+        result = (prepared_host.call_prepared(f, columns, null_aware, wanted, string_type)
+                  or prepared_calls.call_prepared(f, columns, null_aware, wanted, string_type))
         if result is not None:
             return result
     if runtime.captures:
@@ -81,6 +82,8 @@ def apply_columns(f: Callable, columns: list[Any], null_aware: bool = False, out
         outputs.append(held)
     if repeatable and device.type in ("cuda", "cuda_managed") and len(segments) == 1:
         prepared_calls.prepare(f, columns, null_aware, wanted, string_type)
+    elif repeatable and device.type == "cpu" and len(segments) == 1:
+        prepared_host.prepare(f, columns, null_aware, wanted, string_type)
     if out_dtype is None:  # no chunks: the output type still comes from the UDF's typing
         inputs_spec = tuple((input_kind(c.type), False) for c in columns)
         target = Target.CUDA if device.type in ("cuda", "cuda_managed") else Target.CPU

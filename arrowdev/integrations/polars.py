@@ -1,0 +1,131 @@
+"""arrowdev UDFs in Polars expressions: a Python function compiled by numba (or numba-cuda), run over whole
+Series where ``map_elements`` runs it once per row in the interpreter.
+
+:func:`udf` with column names (or expressions) makes an expression; without, the function for
+``Expr.map_batches``::
+
+    df.with_columns(y=arrowdev.polars.udf(f, "a", "b"))            # f(a, b) row by row; eager or lazy
+    df.with_columns(y=pl.col("x").map_batches(arrowdev.polars.udf(g)))
+    df.with_columns(y=pl.struct("a", "b").map_batches(arrowdev.polars.udf(f)))   # a struct's fields: f's args
+    df.group_by("k").agg(arrowdev.polars.udf(g, "x"))              # a list per group
+    df.with_columns(y=arrowdev.polars.udf(f, "a", "b", device="cuda"))           # on the GPU
+
+The Series come in zero-copy (the Arrow stream Polars exports); nulls give nulls unless ``null_aware=True``
+(``f`` then sees ``ad.NA``); numbers come back zero-copy, strings as ``string_view``, Polars' own layout.
+docs/hosts.md is the guide, with what Polars' GPU engine can and cannot hand over.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..core.types import DataType
+from .batches import HostUDF, engine
+
+__all__ = ["PolarsUDF", "udf"]
+
+_ABSENT = object()  # a Polars that passes no return_dtype: every call is a run
+
+
+class PolarsUDF:
+    """The function ``Expr.map_batches`` / ``pl.map_batches`` calls: ``f`` row by row over the Series it is
+    given (several Series, or the fields of one struct Series, are ``f``'s arguments in order); a Series of
+    the results, named after the first input."""
+
+    def __init__(self, f: Callable[..., Any], *, device: Any = None, null_aware: bool = False,
+                 out_type: Any = None, string_type: str = "string_view") -> None:
+        self.udf = HostUDF(f, host="Polars", device=device, null_aware=null_aware, out_type=_arrow_type(out_type),
+                           string_type=string_type)
+
+    def __call__(self, series: Any, *args: Any, return_dtype: Any = _ABSENT, **kwargs: Any) -> Any:
+        """The results over ``series`` (a Series, a struct Series or a list of Series, as Polars passes them).
+        Polars passes ``return_dtype``: None when it calls to learn the result type (two rows of default
+        values), the planned type when it runs the query."""
+        import polars as pl
+
+        if args or kwargs:
+            raise TypeError(f"expected the Series Polars passes to map_batches, got extra arguments "
+                            f"{[*args, *kwargs]}")
+        inputs = list(series) if isinstance(series, (list, tuple)) else [series]
+        if len(inputs) == 1 and isinstance(inputs[0].dtype, pl.Struct):  # pl.struct("a", "b").map_batches
+            inputs = [inputs[0].struct.field(name) for name in inputs[0].struct.fields]
+        names, shown = [s.name for s in inputs], [str(s.dtype) for s in inputs]
+        # the stream capsule, not the Series: Polars' attribute lookups of the protocols it lacks are slow
+        streams = [s.__arrow_c_stream__() for s in inputs]
+        if return_dtype is None:
+            return self._planned(streams, names, shown, len(inputs[0]))
+        result = self.udf(streams, names, shown)
+        if not result.device.is_cpu_readable:
+            result = result.to_host()
+        return pl.Series(names[0], result)
+
+    def _planned(self, streams: list[Any], names: list[str], shown: list[str], rows: int) -> Any:
+        """Polars' planning call: the result type from the inputs' types (the UDF compiled for them, not run
+        on Polars' stand-in values). Polars hides errors raised here behind one of its own ("not able to
+        infer the output type"), so a UDF that cannot take these types gets a Null result type here, and the
+        query's run raises the error that says why."""
+        import polars as pl
+
+        from ..column import column
+
+        columns = [column(s) for s in streams]
+        try:
+            planned = self.udf.result_type([c.type for c in columns], names, shown)
+        except TypeError:
+            return pl.Series(names[0], [None] * rows, dtype=pl.Null)
+        try:  # the stand-in rows themselves, where the UDF takes them
+            return pl.Series(names[0], self.udf(columns, names, shown).to_host())
+        except Exception:  # a UDF that fails on Polars' stand-ins (1, "", False): the type is known anyway
+            return pl.Series(names[0], [None] * rows, dtype=polars_dtype(planned))
+
+    def return_dtype(self) -> Any:
+        """The Polars dtype of ``out_type`` (None where the UDF's own typing decides)."""
+        out_type = self.udf.options["out_type"]
+        return None if out_type is None else polars_dtype(out_type)
+
+
+def udf(f: Callable[..., Any], *columns: Any, device: Any = None, null_aware: bool = False, out_type: Any = None,
+        string_type: str = "string_view") -> Any:
+    """``f`` as Polars calls it: with ``columns`` (names or expressions; ``f`` takes one argument per column)
+    an expression of ``f(a, b, ...)`` row by row; without, the function to hand ``map_batches``.
+
+    ``device``: None runs it where the data is (Polars' Series are in host memory: numba's CPU target);
+    "cuda" (or a GPU index) copies the Series to the GPU, runs a CUDA kernel there and copies the result back.
+    ``out_type`` (an Arrow or Polars type) fixes the result type; otherwise Polars asks for it when it plans
+    the query (a call on two rows of stand-in values), and the answer is the type the UDF returns for the
+    columns' types: it is compiled for them there (and not judged by its results on the stand-ins). New
+    strings come back as ``string_type``; ``string_view`` is Polars' own string layout.
+
+    >>> import polars as pl, arrowdev as ad
+    >>> df = pl.DataFrame({"a": [1.0, -2.0, None], "b": [10, 20, 30]})
+    >>> df.with_columns(y=ad.polars.udf(lambda a, b: a * b if a > 0 else b, "a", "b"))["y"].to_list()
+    [10.0, 20.0, None]
+    """
+    pl = engine("polars", "polars")
+
+    call = PolarsUDF(f, device=device, null_aware=null_aware, out_type=out_type, string_type=string_type)
+    if not columns:
+        return call
+    names = [c for group in columns for c in (group if isinstance(group, (list, tuple)) else [group])]
+    # row-wise: Polars may run it on any slice of the rows (streaming engine, groups) and join the results
+    elementwise = {"is_elementwise": True} if "is_elementwise" in inspect.signature(pl.map_batches).parameters else {}
+    return pl.map_batches(names, call, return_dtype=call.return_dtype(), **elementwise)
+
+
+def _arrow_type(out_type: Any) -> Any:
+    """``out_type`` as an Arrow type where it is a Polars dtype (``pl.Float32``); as it is otherwise."""
+    import polars as pl
+
+    if isinstance(out_type, pl.DataType) or isinstance(out_type, type) and issubclass(out_type, pl.DataType):
+        return pl.Series([], dtype=out_type).to_arrow().type
+    return out_type
+
+
+def polars_dtype(arrow_type: Any) -> Any:
+    """The Polars dtype Polars makes of an Arrow type (``pl.from_arrow`` of an empty array of it)."""
+    import polars as pl
+    import pyarrow as pa
+
+    return pl.from_arrow(pa.array([], type=DataType.from_arrow(arrow_type).to_pyarrow())).dtype

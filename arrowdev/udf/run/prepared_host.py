@@ -1,0 +1,212 @@
+"""UDF calls repeated over CPU columns of one layout, with the host work around the kernel cut to what changes.
+
+A CPU call's kernel over 2048 rows takes about a microsecond; the general path (plan, inputs, output,
+validity: execute.py) spent some 30 more deciding what it decided last time. Engines that hand a UDF small
+batches (DuckDB calls a function once per vector of 2048 rows) paid that on every batch. A :class:`HostCall`
+keeps the decisions per (UDF, input types and nullability, options) and does per call only what changes:
+a NumPy view of each input buffer, the output buffer, the kernel call, the validity, the Arrow array.
+
+Calls take this path when every input is one non-empty chunk in CPU memory, and the UDF's output is numbers
+or bools that need no host work after the kernel (no strings made, no row that may fail); nulls propagate
+from one input (its bitmap shared, as execute.py shares it) or from several whose bitmaps start on a byte
+(ANDed bytewise), or the UDF is null-aware. The first call of each layout goes the general way (it compiles
+the kernel) and then prepares this one. docs/hosts.md has the measured costs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from ... import _capsules
+from ...core import chunks as _chunked
+from ...core.types import DataType
+from .inputs import Input
+from .plan import Plan, plan_for
+from ..spec import UDF, Kind, NullMode, Target
+
+__all__ = ["HostCall", "bitmaps_flag", "call_prepared", "lookup", "prepare"]
+
+_CPU = 1  # ArrowDeviceType of CPU memory
+_calls: dict[tuple, HostCall | None] = {}  # None: the layout was looked at and does not qualify
+_lock = threading.Lock()
+# One ctypes type spanning any buffer: a view of `count` elements at an address reads only those (one type,
+# not one per length as `c_char * nbytes` would make and keep)
+_ANY = ctypes.c_char * (1 << 46)
+_U8, _I32, _I64, _U16 = (np.dtype(t) for t in (np.uint8, np.int32, np.int64, np.uint16))
+_STAND_IN = np.zeros(8, dtype=np.uint8)  # passed for a validity or flags array the kernel never reads
+
+
+def _view(address: int, count: int, dtype: np.dtype) -> np.ndarray:
+    """``count`` elements of ``dtype`` at ``address`` (no copy; the caller keeps the owner alive)."""
+    return np.frombuffer(_ANY.from_address(address), dtype, count)
+
+
+def _address(array: np.ndarray) -> int:
+    return ctypes.addressof(ctypes.c_char.from_buffer(array))  # cheaper than array.ctypes.data
+
+
+def _layout(columns: list[Any]) -> tuple[tuple | None, list[Any], list[int]]:
+    """(the layout part of a call's key, each column's one chunk, their null counts); a layout of None
+    where a column is not one non-empty chunk in CPU memory or the lengths differ."""
+    helds, nulls, kinds = [], [], []
+    n = -1
+    for col in columns:
+        chunks = _chunked.chunks(col)
+        if len(chunks) != 1:
+            return None, helds, nulls
+        held = chunks[0]
+        if held.device_type != _CPU or held.length != n and n >= 0 or not held.length:
+            return None, helds, nulls
+        n = held.length
+        count = _chunked.chunk_null_count(col, 0)
+        nullable = count > 0 and bool(held.buffers[0])
+        helds.append(held)
+        nulls.append(count if nullable else 0)
+        kinds.append((_chunked.dtype(col), nullable))
+    return (tuple(kinds), bitmaps_flag([h.offset for h, c in zip(helds, nulls) if c])), helds, nulls
+
+
+def bitmaps_flag(offsets: list[int]) -> bool:
+    """The part of a layout's key that the nullable inputs' offsets decide: the plan differs where one nullable
+    input's bitmap starts mid-byte (plan.py); several are ANDed here bytewise only where each starts on a byte."""
+    return (offsets[0] % 8 != 0) if len(offsets) == 1 else all(o % 8 == 0 for o in offsets)
+
+
+def lookup(f: UDF, kinds: tuple, flag: bool, null_aware: bool, out_type: DataType | None,
+           string_type: str) -> HostCall | None:
+    """The prepared call for inputs of ``kinds`` ((type, nullable) per input; ``flag``: :func:`bitmaps_flag`
+    of the nullable inputs' offsets), for callers that hold Arrow buffers rather than columns (an engine's
+    PyArrow arrays, integrations/batches.py); None where the layout has not been called before or does not
+    qualify."""
+    return _calls.get((f.key, null_aware, out_type, string_type, (kinds, flag)))
+
+
+def call_prepared(f: UDF, columns: list[Any], null_aware: bool, out_type: DataType | None,
+                  string_type: str) -> tuple[DataType, list[Any]] | None:
+    """``f`` over ``columns`` through a prepared call, as (type, chunks); None where there is none for this
+    layout (yet), or it does not qualify."""
+    layout, helds, nulls = _layout(columns)
+    if layout is None:
+        return None
+    call = _calls.get((f.key, null_aware, out_type, string_type, layout))
+    return None if call is None else call(helds, nulls)
+
+
+def prepare(f: UDF, columns: list[Any], null_aware: bool, out_type: DataType | None, string_type: str) -> None:
+    """After a call went the general way: keeps a prepared call for its layout where the layout qualifies."""
+    layout, helds, nulls = _layout(columns)
+    if layout is None:
+        return
+    key = (f.key, null_aware, out_type, string_type, layout)
+    if key in _calls:
+        return
+    inputs = [Input(_chunked.dtype(col), held, count) for col, held, count in zip(columns, helds, nulls)]
+    plan = plan_for(f, inputs, Target.CPU, null_aware, out_type, None, string_type)
+    call = HostCall(plan, inputs, layout[1]) if HostCall.qualifies(plan, inputs, layout[1]) else None
+    with _lock:
+        _calls[key] = call
+
+
+class HostCall:
+    """What a CPU call over one layout needs beyond the inputs' addresses and lengths."""
+
+    __slots__ = ("kernel", "readers", "arrow_type", "out_dtype", "bits", "mode", "share", "validity")
+
+    @staticmethod
+    def qualifies(plan: Plan, inputs: list[Input], byte_aligned: bool) -> bool:
+        """Whether calls of ``plan`` need no host work after the kernel but their validity: no strings made,
+        no row that may fail, numbers or bools out, nulls from at most one input or from byte-aligned
+        bitmaps (or a null-aware UDF)."""
+        spec = plan.spec
+        nullable = sum(x.has_validity for x in inputs)
+        return not (spec.arena or spec.flags or spec.window or plan.string_out is not None
+                    or spec.out not in (Kind.BITS, *(k for k in Kind if k.numpy is not None))
+                    or spec.null_mode == NullMode.PROPAGATE and nullable > 1 and not byte_aligned)
+
+    def __init__(self, plan: Plan, inputs: list[Input], byte_aligned: bool) -> None:
+        self.kernel, self.arrow_type, self.mode = plan.kernel, plan.arrow_out, plan.spec.null_mode
+        self.bits = plan.out_np is None
+        self.out_dtype = _U8 if self.bits else plan.out_np
+        self.readers = [(_reader(x.kind, x.np_dtype), x.has_validity) for x in inputs]
+        nullable = sum(x.has_validity for x in inputs)
+        self.share = self.mode == NullMode.PROPAGATE and nullable == 1
+        self.validity = self.mode == NullMode.AWARE or nullable > 0
+
+    def __call__(self, helds: list[Any], nulls: list[int]) -> tuple[DataType, list[Any]]:
+        """The output's type and chunk over input chunks ``helds`` (null counts ``nulls``)."""
+        n = helds[0].length
+        values, pad, validity, null_count = self.compute([h.buffers for h in helds], [h.offset for h in helds],
+                                                         nulls, n)
+        keep: list[Any] = [values]
+        address = 0
+        if type(validity) is int:  # an input's own bitmap: the output keeps that input alive
+            held = helds[validity]
+            keep.append(held)
+            address = held.buffers[0] + held.offset // 8
+        elif validity is not None:
+            keep.append(validity)
+            address = _address(validity)
+        held = _capsules.build(self.arrow_type, n, null_count, pad, [address, _address(values)], [],
+                               device_type=_CPU, device_id=helds[0].device_id, keepalive=keep)
+        return self.arrow_type, [held]
+
+    def compute(self, buffers: list[tuple[int, ...]], offsets: list[int], nulls: list[int],
+                n: int) -> tuple[np.ndarray, int, Any, int]:
+        """Runs the kernel over ``n`` rows of inputs given by their buffers' addresses (in the C Data order),
+        offsets and null counts. Returns (values: the output's data buffer, bools as bits; the output's
+        offset; its validity: None, the index of the input whose bitmap it shares (from that input's
+        ``offset // 8``-th byte), or a new bitmap; its null count)."""
+        pad = next(o for o, c in zip(offsets, nulls) if c) % 8 if self.share else 0  # bits line up
+        out = np.empty(pad + n, self.out_dtype)
+        flags = np.empty(n, _U8) if self.mode == NullMode.AWARE else _STAND_IN
+        args: list[Any] = [n, pad, out, flags, 0]
+        for addresses, offset, (reader, nullable) in zip(buffers, offsets, self.readers):
+            data, extra = reader(addresses, offset + n)
+            args += (data, _view(addresses[0], (offset + n + 7) >> 3, _U8) if nullable else _STAND_IN, offset, extra)
+        self.kernel(*args)
+        if self.bits:  # bytes -> bits
+            out = np.packbits(out, bitorder="little")
+        if self.mode == NullMode.AWARE:
+            return out, pad, np.packbits(flags, bitorder="little"), n - int(np.count_nonzero(flags))
+        if not self.validity:
+            return out, pad, None, 0
+        sources = [k for k, c in enumerate(nulls) if c]
+        if len(sources) == 1:  # the input's own bitmap (validity.py)
+            return out, pad, sources[0], nulls[sources[0]]
+        nbytes = (n + 7) >> 3
+        first = sources[0]
+        combined = _view(buffers[first][0] + offsets[first] // 8, nbytes, _U8).copy()
+        for k in sources[1:]:
+            np.bitwise_and(combined, _view(buffers[k][0] + offsets[k] // 8, nbytes, _U8), out=combined)
+        if n % 8:
+            combined[-1] &= (1 << (n % 8)) - 1  # bits past the last row: not counted
+        return out, pad, combined, n - int(np.bitwise_count(combined).sum())
+
+
+def _reader(kind: Kind, np_dtype: np.dtype | None) -> Callable[[tuple, int], tuple[Any, Any]]:
+    """(data, extra) kernel arguments of an input, from its buffers and the end of its rows (offset + n), as
+    inputs.Input makes them on the CPU."""
+    if kind in (Kind.UTF8_32, Kind.UTF8_64):
+        width = _I32 if kind == Kind.UTF8_32 else _I64
+
+        def strings(buffers: tuple, end: int) -> tuple[Any, Any]:
+            return _view(buffers[1], end + 1, width), buffers[2]
+        return strings
+    if kind == Kind.UTF8_VIEW:
+        def views(buffers: tuple, end: int) -> tuple[Any, Any]:
+            addresses = np.array([buffers[1], *buffers[2:-1]], _I64)  # the views', then the data buffers'
+            return _view(buffers[1], 4 * end, _I32), addresses
+        return views
+    if np_dtype is None:
+        def bits(buffers: tuple, end: int) -> tuple[Any, Any]:
+            return _view(buffers[1], (end + 7) >> 3, _U8), 0
+        return bits
+    element = _U16 if np_dtype == np.float16 else np_dtype  # float16: its bits (the kernel widens them)
+
+    def numbers(buffers: tuple, end: int) -> tuple[Any, Any]:
+        return _view(buffers[1], end, element), 0
+    return numbers

@@ -1,0 +1,121 @@
+"""Prepared CPU UDF calls (arrowdev/udf/run/prepared_host.py): a call repeated over CPU columns of one layout skips
+the general path, gives exactly what the general path gives (values, type, validity, null count) and compiles
+nothing new; layouts that need host work after the kernel still go the general way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import arrowdev as ad
+from arrowdev.udf.compile import kernels as compiled
+from arrowdev.udf.run import execute
+from support.samples import reference
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """How many chunks went through the general path (execute.run_plan) since the fixture started."""
+    calls = []
+    run_plan = execute.run_plan
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return run_plan(*args, **kwargs)
+    monkeypatch.setattr("arrowdev.udf.run.apply.run_plan", counted)
+    return calls
+
+
+def _nulls(values, every=7, type=None):
+    return pa.array([None if i % every == 3 else v for i, v in enumerate(values)], type)
+
+
+CASES = [
+    ("float64", lambda v: v * 2 + 1, pa.array(np.linspace(-3, 3, 1001))),
+    ("int8 nulls", lambda v: v * 3 - 1, _nulls(np.arange(-100, 100, dtype=np.int8).tolist(), type=pa.int8())),
+    ("float16", lambda v: v * 2, pa.array(np.linspace(0, 4, 77, dtype=np.float16))),
+    ("bool out", lambda v: v > 3, pa.array(np.arange(0, 10, 0.01))),
+    ("bool out nulls", lambda v: v > 3, _nulls(np.arange(0, 10, 0.1).tolist())),
+    ("bool in", lambda v: not v, pa.array([True, False, True] * 41)),
+    ("string len", lambda s: len(s), _nulls(["ab", "", "été", "x" * 40] * 9)),
+    ("large_string", lambda s: s.startswith("a"), pa.array(["ab", "", "ba"] * 9, pa.large_string())),
+    ("string_view", lambda s: s.find("b"), _nulls(["ab", "", "bb" * 20] * 9, type=pa.string_view())),
+]
+
+
+def _same(got, want_col):
+    assert got.type == want_col.type and got.null_count == want_col.null_count
+    assert pa.array(got).equals(pa.array(want_col))  # values, validity
+
+
+@pytest.mark.parametrize("name, f, data", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_repeated_calls_take_the_prepared_path_and_agree(name, f, data, sliced, general_calls):
+    col = ad.column(data)
+    if sliced:
+        col = col[5:len(col) - 4]  # an offset that is not a multiple of 8
+    want = reference(f, col)
+    first = col.apply(f)  # the general path (unless an earlier test prepared this UDF for this layout)
+    general = len(general_calls)
+    assert general <= 1
+    kernels = compiled.cache_size()
+    results = [col.apply(f) for _ in range(3)]
+    assert len(general_calls) == general, "later calls took the general path"
+    assert compiled.cache_size() == kernels
+    for got in results:
+        _same(got, first)
+    assert first.to_pylist() == want
+
+
+def test_the_prepared_call_compiles_no_second_signature():
+    from arrowdev.udf.run import prepared_host
+
+    col = ad.column(_nulls(np.arange(300.0).tolist()))
+    f = lambda v: v - 0.5  # noqa: E731
+    col.apply(f)
+    (call,) = [c for k, c in prepared_host._calls.items() if k[0][0] is f.__code__]
+    col.apply(f)
+    assert len(call.kernel.overloads) == 1  # same argument types as the general path's call
+
+
+def test_two_nullable_columns_and_a_closure_value_that_changes(general_calls):
+    a = ad.column(_nulls(np.arange(500, dtype=np.float64).tolist(), every=5))
+    b = ad.column(_nulls(np.arange(500, dtype=np.int32)[::-1].tolist(), every=3, type=pa.int32()))
+    t = ad.table({"a": a, "b": b})
+    for scale in (1.0, 2.0, 3.0, 3.0):
+        got = t.apply(lambda x, y: x * scale + y, columns=["a", "b"])
+        assert got.to_pylist() == reference(lambda x, y: x * scale + y, a, b)
+        assert got.null_count == sum(v is None for v in got.to_pylist())
+    assert len(general_calls) == 3  # one per closure value; the repeat of 3.0 was prepared
+
+
+def test_null_aware_calls_are_prepared(general_calls):
+    col = ad.column(_nulls(np.arange(100.0).tolist()))
+    f = lambda v: -1.0 if v is ad.NA else (ad.NA if v > 90 else v)  # noqa: E731
+    want = reference(f, col, null_aware=True)
+    results = [col.apply(f, null_aware=True) for _ in range(3)]
+    assert len(general_calls) <= 1
+    for got in results:
+        assert got.to_pylist() == want and got.null_count == want.count(None)
+
+
+@pytest.mark.parametrize("layout", ["chunked", "strings out", "may fail", "misaligned nulls in two", "empty"])
+def test_other_layouts_go_the_general_way(layout, general_calls):
+    f, columns = lambda v: v + 1, [ad.column(pa.array(np.arange(64.0)))]
+    if layout == "chunked":
+        columns = [ad.column(pa.chunked_array([np.arange(8.0), np.arange(8.0)]))]
+    elif layout == "strings out":
+        f, columns = lambda s: s.upper(), [ad.column(pa.array(["a", "b"] * 9))]
+    elif layout == "may fail":
+        f, columns = lambda s: int(s), [ad.column(pa.array(["1", "x"] * 9))]
+    elif layout == "misaligned nulls in two":
+        f = lambda x, y: x + y  # noqa: E731
+        columns = [ad.column(_nulls(np.arange(64.0).tolist()))[3:], ad.column(_nulls(np.arange(64.0).tolist()))[1:62]]
+    elif layout == "empty":
+        columns = [ad.column(pa.array([], pa.float64()))]
+    t = ad.table({str(i): c for i, c in enumerate(columns)})
+    want = [1, None] * 9 if layout == "may fail" else reference(f, *columns)  # int("x"): a null row
+    for _ in range(3):
+        assert t.apply(f).to_pylist() == want
+    assert len(general_calls) == 3 * max(1, columns[0].num_chunks) or layout == "empty"
