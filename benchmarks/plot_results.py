@@ -60,10 +60,10 @@ def _drawn_by(record: dict[str, Any], out: pathlib.Path) -> str:
             f"Recorded by: {command}")
 
 
-def _save(fig: Any, out: pathlib.Path, record: dict[str, Any]) -> pathlib.Path:
+def _save(fig: Any, out: pathlib.Path, record: dict[str, Any], bottom: float = 0.05) -> pathlib.Path:
     drawn_by = _drawn_by(record, out)
     fig.text(0.01, 0.005, drawn_by, fontsize=6.5, color="dimgrey", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(out, dpi=110, metadata={**METADATA, "Source": drawn_by.replace("\n", "; ")})
     plt.close(fig)
     return out
@@ -204,12 +204,7 @@ def plot_hosts(record: dict[str, Any], out: pathlib.Path) -> pathlib.Path:
     fig.suptitle(f"UDFs in Polars, DuckDB and pandas\n{_caption(record)}; load average {load[:3]} -> {load[3:]}; "
                  f"one CPU call on 2048 rows {cost.get('arrowdev_us')} us (NumPy x * 2 + 1: {cost.get('numpy_us')} us)",
                  fontsize=8.5)
-    drawn_by = _drawn_by(record, out)
-    fig.text(0.01, 0.005, drawn_by, fontsize=6.5, color="dimgrey", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
-    fig.savefig(out, dpi=110, metadata={**METADATA, "Source": drawn_by.replace("\n", "; ")})
-    plt.close(fig)
-    return out
+    return _save(fig, out, record, bottom=0.16)
 
 
 PLOTS = {"bench_udf": ("udf_bandwidth.png", plot_udf), "bench_string_udf": ("string_udfs.png", plot_strings),

@@ -265,12 +265,13 @@ def _remove_stale_sockets(directory: pathlib.Path) -> None:
     """Removes socket files of processes that are gone (killed exporters leave theirs behind)."""
     for path in directory.glob("*.sock"):
         pid = path.name.split("-", 1)[0]
-        if pid.isdigit() and not _process_exists(int(pid)):
+        if pid.isdigit() and not process_exists(int(pid)):
             with contextlib.suppress(OSError):
                 path.unlink()
 
 
-def _process_exists(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
+    """True while a process of this id runs (signal 0: asks, sends nothing)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

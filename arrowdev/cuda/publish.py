@@ -97,17 +97,9 @@ def _publisher_alive(path: pathlib.Path) -> int | None:
     except (OSError, ValueError):
         return None
     target = header["leases"][0]
-    return target["pid"] if pathlib.Path(target["address"]).exists() and _pid_runs(target["pid"]) else None
+    alive = pathlib.Path(target["address"]).exists() and lease_server.process_exists(target["pid"])
+    return target["pid"] if alive else None
 
-
-def _pid_runs(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def get(name: str, *, namespace: str | None = None, take: bool = False, wait: float = 0.0) -> Any:
