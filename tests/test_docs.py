@@ -141,7 +141,7 @@ def test_figures_are_drawn_from_the_recorded_results(tmp_path):
         sys.path.remove(str(ROOT / "benchmarks"))
     figures = []
     save = plot_results._save
-    plot_results._save = lambda fig, out, record: (figures.append(fig), save(fig, out, record))[1]
+    plot_results._save = lambda fig, out, record, **how: (figures.append(fig), save(fig, out, record, **how))[1]
     try:
         written = plot_results.main(["--out", str(tmp_path)])
     finally:
