@@ -38,6 +38,11 @@ def _node(header: dict, column: int = 0, chunk: int = 0) -> list:
     return header["columns"][column][chunk]
 
 
+def _frame_of(header: dict, buffer: int) -> int:
+    """The frame index of a buffer of the first node."""
+    return _node(header)[3][buffer][0]
+
+
 # ---- class 1: a frame shorter than its node needs --------------------------------------------------------------
 
 
@@ -72,9 +77,13 @@ def test_class1_a_truncated_string_data_frame_is_refused():
 
 def test_class1_a_dropped_frame_is_refused():
     header, frames = _sent(pa.array(["hello", None, "1"]))
-    del frames[1]
+    del frames[2]
     header["frames"] = 2
     _refused(header, frames, "columns[0][0].buffers[2]", "frame index in [0, 2)", "got 2")
+    header, frames = _sent(pa.array(["hello", None, "1"]))
+    del frames[1]  # the offsets: the data's frame takes their place
+    header["frames"] = 2
+    _refused(header, frames, "columns[0][0].buffers[1]", "frame 1", "offsets", "at least 16 bytes", "got 6")
 
 
 def test_class1_nbytes_of_a_received_column_never_reads_past_a_frame():
@@ -99,14 +108,16 @@ def test_class2_a_frame_index_that_is_not_a_frame_is_refused(index):
 @pytest.mark.parametrize("offsets", [[0, 5, 2, 7], [0, 1, 2, 100], [-3, 1, 2, 7]])
 def test_class3_string_offsets_out_of_order_or_past_the_data_are_refused(offsets):
     header, frames = _sent(pa.array(["hello", "", "1x"]))
-    frames[1] = np.array(offsets, np.int32).tobytes()
-    _refused(header, frames, "frame 1", "columns[0][0]", "offsets")
+    frames[_frame_of(header, 1)] = np.array(offsets, np.int32).tobytes()
+    message = _refused(header, frames, "columns[0][0].buffers[")
+    # past the data: the data frame is too short for the last offset (host frames read it first)
+    assert ("offsets in order" in message) != ("data of a string node" in message), message
 
 
 def test_class3_list_offsets_past_the_child_are_refused():
     header, frames = _sent(pa.array([[1, 2], [3], None]))
-    frames[1] = np.array([0, 2, 9, 9], np.int32).tobytes()
-    _refused(header, frames, "frame 1", "offsets", "child")
+    frames[_frame_of(header, 1)] = np.array([0, 2, 9, 9], np.int32).tobytes()
+    _refused(header, frames, f"frame {_frame_of(header, 1)}", "offsets", "child")
 
 
 @pytest.mark.parametrize("index", [3, -1, 127])
@@ -121,22 +132,24 @@ def test_class3_dictionary_indices_out_of_range_are_refused(index):
 
 def test_class3_a_string_view_pointing_past_its_buffer_is_refused():
     header, frames = _sent(pa.array(["a" * 20, "short", "b" * 30], pa.string_view()))
-    views = np.frombuffer(frames[1], np.int32).copy().reshape(-1, 4)
+    at = _frame_of(header, 1)
+    views = np.frombuffer(frames[at], np.int32).copy().reshape(-1, 4)
     views[2, 3] += 5  # the third string's offset into its data buffer
-    frames[1] = views.tobytes()
-    _refused(header, frames, "frame 1", "views")
+    frames[at] = views.tobytes()
+    _refused(header, frames, f"frame {at}", "views")
 
 
 def test_class3_union_type_ids_and_offsets_out_of_range_are_refused():
     types = pa.array([0, 1, 0], pa.int8())
     dense = pa.UnionArray.from_dense(types, pa.array([0, 0, 1], pa.int32()), [pa.array([1, 2]), pa.array(["s"])])
     header, frames = _sent(dense)
+    ids, offsets = _frame_of(header, 0), _frame_of(header, 1)
     bad_id = copy.deepcopy(frames)
-    bad_id[0] = bytes([0, 5, 0])
-    _refused(header, bad_id, "frame 0", "type id")
+    bad_id[ids] = bytes([0, 5, 0])
+    _refused(header, bad_id, f"frame {ids}", "type id")
     bad_offset = copy.deepcopy(frames)
-    bad_offset[1] = np.array([0, 0, 2], np.int32).tobytes()
-    _refused(header, bad_offset, "frame 1", "offset")
+    bad_offset[offsets] = np.array([0, 0, 2], np.int32).tobytes()
+    _refused(header, bad_offset, f"frame {offsets}", "offset")
 
 
 def test_class3_run_ends_out_of_order_or_short_are_refused():
@@ -164,7 +177,7 @@ def _sliced_strings() -> tuple[dict, list[bytes]]:
 def test_class4_rebase_entries_out_of_range_or_of_another_width_are_refused(entry):
     header, frames = _sliced_strings()
     _node(header)[3][1] = entry
-    _refused(header, frames, "columns[0][0].buffers[1]")
+    _refused(header, frames, "columns[0][0].buffers[")
 
 
 def test_class4_a_rebase_is_only_for_offsets():
@@ -261,10 +274,11 @@ def test_class6_offsets_past_the_child_in_a_nonempty_array_are_refused_when_sent
 
 def test_class7_an_empty_offsets_frame_under_a_long_node_is_refused():
     header, frames = _sent(pa.array(["a", "b"]))
-    frames[1] = b""
+    at = _node(header)[3][1][0]  # the offsets' frame
+    frames[at] = b""
     _node(header)[0] = 80
     header["rows"] = 80
-    _refused(header, frames, "frame 1", "offsets", "at least 324 bytes", "got 0")
+    _refused(header, frames, f"frame {at}", "offsets", "at least 324 bytes", "got 0")
 
 
 # ---- class 8: a column header's rows --------------------------------------------------------------------------
@@ -325,3 +339,85 @@ def test_pickle_of_mutated_frames_is_refused_through_pickle():
     short = [memoryview(b.raw()).tobytes()[:8] for b in buffers]
     with pytest.raises(ad.InvalidArrowError, match="frame"):
         pickle.loads(data, buffers=short)
+
+
+# ---- device frames (the cuda family): the values are checked on the GPU ------------------------------------------
+
+
+def _device_sent(data, monkeypatch, pack: bool):
+    """(distributed's header, the cuda family's device frames as CuPy arrays of their own) of a device column."""
+    import cupy
+    from distributed.protocol import serialize
+
+    import arrowdev.dask  # noqa: F401
+
+    if not pack:
+        monkeypatch.setattr(_serialize, "PACK_BELOW", 0)  # a frame per buffer
+    header, frames = serialize(ad.column(data).to_device(), serializers=("cuda",))
+    return copy.deepcopy(header), [cupy.asarray(f).copy() for f in frames]
+
+
+def _device_buffer(header: dict, frames: list, buffer: int, dtype):
+    """A CuPy view of a buffer of the first node, in its frame or its place in a packed frame."""
+    span = _node(header["sub-header"])[3][buffer][0]
+    packed = header["sub-header"].get("packed")
+    frame, start, size = packed[span] if packed else (span, 0, frames[span].nbytes)
+    return frames[frame][start:start + size].view(dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pack", [False, True])
+def test_gpu_device_frames_with_bad_values_are_refused(monkeypatch, pack):
+    import cupy
+    from distributed.protocol import deserialize
+
+    header, frames = _device_sent(pa.array(["ab", None, "cde"]), monkeypatch, pack)
+    good = deserialize(header, frames, deserializers=("cuda",))
+    assert good.device.type == "cuda" and good.to_pylist() == ["ab", None, "cde"]
+    _device_buffer(header, frames, 1, cupy.int32)[2] = 10**6  # an offset past the data
+    with pytest.raises(ad.InvalidArrowError, match="offsets"):
+        deserialize(header, frames, deserializers=("cuda",))
+    header, frames = _device_sent(pa.array([1.5, None, 2.5]), monkeypatch, pack)
+    _node(header["sub-header"])[1] = 0  # the bitmap has a null
+    with pytest.raises(ad.InvalidArrowError, match="null count"):
+        deserialize(header, frames, deserializers=("cuda",))
+    header, frames = _device_sent(pa.array(["x", "y", "x"]).dictionary_encode(), monkeypatch, pack)
+    _device_buffer(header, frames, 1, cupy.int32)[1] = 7  # an index past the dictionary
+    with pytest.raises(ad.InvalidArrowError, match="dictionary ind"):
+        deserialize(header, frames, deserializers=("cuda",))
+
+
+@pytest.mark.gpu
+def test_gpu_a_device_frame_too_short_is_refused_before_any_read(monkeypatch):
+    from distributed.protocol import deserialize
+
+    header, frames = _device_sent(pa.array([1, None, 3], pa.int64()), monkeypatch, pack=False)
+    at = _node(header["sub-header"])[3][1][0]
+    frames[at] = frames[at][:16]
+    with pytest.raises(ad.InvalidArrowError, match="at least 24 bytes"):
+        deserialize(header, frames, deserializers=("cuda",))
+
+
+# ---- found by the frame fuzzer -----------------------------------------------------------------------------------
+
+
+def test_map_entries_with_nulls_are_refused():
+    """PyArrow's map import aborts the process (a failed Check) on null entries: a receipt refuses them."""
+    header, frames = _sent(pa.array([[("a", 1)], [("b", 2), ("c", 3)]], pa.map_(pa.string(), pa.int64())))
+    entries = _node(header)[4][0]
+    assert entries[3][0] is None
+    frames.append(bytes([0b101]))  # a bitmap with a null entry
+    header["frames"] += 1
+    entries[3][0] = [len(frames) - 1]
+    entries[1] = -1
+    _refused(header, frames, "columns[0][0].children[0]", "map entries")
+    entries[1] = 1
+    _refused(header, frames, "columns[0][0].children[0]", "map entries without nulls")
+
+
+def test_dense_union_offsets_of_a_child_that_go_down_are_refused():
+    types = pa.array([0, 0, 1], pa.int8())
+    header, frames = _sent(pa.UnionArray.from_dense(types, pa.array([0, 1, 0], pa.int32()),
+                                                    [pa.array([1, 2]), pa.array(["s"])]))
+    frames[_frame_of(header, 1)] = np.array([1, 0, 0], np.int32).tobytes()
+    _refused(header, frames, "in order")
