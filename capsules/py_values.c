@@ -20,61 +20,66 @@ static int int_args(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t n, const
 }
 
 #define PTR(v) ((const void*)(intptr_t)(v))
-#define RUN(n, call)                        \
-  int64_t found;                            \
-  if ((n) > kWithoutGil) {                  \
-    Py_BEGIN_ALLOW_THREADS found = (call);  \
-    Py_END_ALLOW_THREADS                    \
-  } else {                                  \
-    found = (call);                         \
-  }                                         \
-  return PyLong_FromLongLong(found)
 
-/* count_set(bitmap, bit_offset, length) */
+/* The scans, by what a module function asked for (its int arguments in a). */
+enum Scan { kCountSet, kOffsets, kIndices, kViews, kListViews, kRunEnds, kUnion };
+
+static int64_t run(enum Scan scan, const int64_t* a) {
+  switch (scan) {
+    case kCountSet: return values_count_set(PTR(a[0]), a[1], a[2]);
+    case kOffsets: return values_offsets(PTR(a[0]), (int)a[1], a[2], a[3], a[4]);
+    case kIndices: return values_indices(PTR(a[0]), (int)a[1], (int)a[2], a[3], a[4], PTR(a[5]), a[6]);
+    case kViews: return values_views(PTR(a[0]), a[1], PTR(a[2]), a[3], PTR(a[4]), a[5]);
+    case kListViews: return values_list_views(PTR(a[0]), PTR(a[1]), (int)a[2], a[3], a[4]);
+    case kRunEnds: return values_run_ends(PTR(a[0]), (int)a[1], a[2], a[3]);
+    default: return values_union(PTR(a[0]), PTR(a[1]), a[2], PTR(a[3]));
+  }
+}
+
+/* A scan of n elements: without the GIL when n is large. */
+static PyObject* scan_of(enum Scan scan, const int64_t* a, int64_t n) {
+  int64_t found;
+  if (n > kWithoutGil) {
+    Py_BEGIN_ALLOW_THREADS
+    found = run(scan, a);
+    Py_END_ALLOW_THREADS
+  } else {
+    found = run(scan, a);
+  }
+  return PyLong_FromLongLong(found);
+}
+
 PyObject* count_set(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   int64_t a[3];
-  if (int_args(args, nargs, 3, "count_set", a)) return NULL;
-  RUN(a[2] / 8, values_count_set(PTR(a[0]), a[1], a[2]));
+  return int_args(args, nargs, 3, "count_set", a) ? NULL : scan_of(kCountSet, a, a[2] / 8);
 }
 
-/* check_offsets(address, width, n, low, high) */
 PyObject* check_offsets(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   int64_t a[5];
-  if (int_args(args, nargs, 5, "check_offsets", a)) return NULL;
-  RUN(a[2], values_offsets(PTR(a[0]), (int)a[1], a[2], a[3], a[4]));
+  return int_args(args, nargs, 5, "check_offsets", a) ? NULL : scan_of(kOffsets, a, a[2]);
 }
 
-/* check_indices(address, width, signed, n, limit, validity, bit_offset) */
 PyObject* check_indices(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   int64_t a[7];
-  if (int_args(args, nargs, 7, "check_indices", a)) return NULL;
-  RUN(a[3], values_indices(PTR(a[0]), (int)a[1], (int)a[2], a[3], a[4], PTR(a[5]), a[6]));
+  return int_args(args, nargs, 7, "check_indices", a) ? NULL : scan_of(kIndices, a, a[3]);
 }
 
-/* check_views(address, n, sizes, n_buffers, validity, bit_offset) */
 PyObject* check_views(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   int64_t a[6];
-  if (int_args(args, nargs, 6, "check_views", a)) return NULL;
-  RUN(a[1], values_views(PTR(a[0]), a[1], PTR(a[2]), a[3], PTR(a[4]), a[5]));
+  return int_args(args, nargs, 6, "check_views", a) ? NULL : scan_of(kViews, a, a[1]);
 }
 
-/* check_list_views(offsets, sizes, width, n, limit) */
 PyObject* check_list_views(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   int64_t a[5];
-  if (int_args(args, nargs, 5, "check_list_views", a)) return NULL;
-  RUN(a[3], values_list_views(PTR(a[0]), PTR(a[1]), (int)a[2], a[3], a[4]));
+  return int_args(args, nargs, 5, "check_list_views", a) ? NULL : scan_of(kListViews, a, a[3]);
 }
 
-/* check_run_ends(address, width, n, end) */
 PyObject* check_run_ends(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   int64_t a[4];
-  if (int_args(args, nargs, 4, "check_run_ends", a)) return NULL;
-  RUN(a[2], values_run_ends(PTR(a[0]), (int)a[1], a[2], a[3]));
+  return int_args(args, nargs, 4, "check_run_ends", a) ? NULL : scan_of(kRunEnds, a, a[2]);
 }
 
-/* check_union(type_ids, offsets or 0, n, lengths): lengths an address of 128 int64 */
 PyObject* check_union(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   int64_t a[4];
-  if (int_args(args, nargs, 4, "check_union", a)) return NULL;
-  RUN(a[2], values_union(PTR(a[0]), PTR(a[1]), a[2], PTR(a[3])));
+  return int_args(args, nargs, 4, "check_union", a) ? NULL : scan_of(kUnion, a, a[2]);
 }

@@ -101,7 +101,7 @@ def test_stale_and_foreign_handles_are_refused(tmp_path):
         g = ad.column(pa.array([1, 2, 3])).to_device()
         open(sys.argv[1], "wb").write(g.export_ipc())
     """, None, str(path))
-    with pytest.raises(ad.InvalidArrowError, match="stale|cannot open|exited"):
+    with pytest.raises(ad.InvalidArrowError, match="stale|cannot open"):
         ad.import_ipc(path.read_bytes())
     g = ad.column(pa.array([1, 2])).to_device()
     with pytest.raises(ad.InvalidArrowError, match="another node"):

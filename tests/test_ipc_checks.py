@@ -1,73 +1,46 @@
-"""CUDA IPC descriptions are checked like received frames before any handle is mapped (issue 30;
-arrowdev/serialize/ipc_checks.py): the bytes' layout, the header, every node against its type and the allocations'
-sizes, the host and the exporting process. Without a GPU these run on descriptions made here of CPU columns (each
-buffer an "allocation" of its own, the handles made up): a valid one gets past every check to the GPU lookup, a
-broken one is refused with InvalidArrowError before anything CUDA runs. The GPU tests export real device memory
-and import it in another process: mapped sizes that disagree with the header, and bad values in device buffers."""
+"""CUDA IPC descriptions are checked like received frames (issue 30; arrowdev/cuda/ipc_checks.py): every node against
+its type and the allocations' sizes before any lease is taken or handle opened, each mapping's size against the
+header's and the values in the buffers before anything reads them. Without a GPU these run over the fake CUDA
+calls (tests/support/fake_ipc.py), the import in the exporting process itself (its buffers are the exporter's own,
+so their values are real: the values are checked on the host here, on the GPU there). The GPU tests export real
+device memory and import it in another process."""
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev import _chunked, layout
-from arrowdev.serialize import ipc_checks
+from arrowdev.core.value_checks import HostValues
+from arrowdev.cuda import ipc
+from support import fake_ipc
 from support.samples import CASES, with_ipc_header
 from support.scripts import run_script
 
-_MAGIC = ipc_checks.MAGIC
+# what fake_ipc.device_column makes (a node over a PyArrow array's buffers(); view arrays' variadic sizes are not
+# among those)
+FLAT = sorted(name for name, arr in CASES.items() if arr.type.num_fields == 0 and not pa.types.is_dictionary(arr.type)
+              and name not in ("null", "string_view", "binary_view"))
 
 
-def _node(dtype: ad.DataType, tree: layout.Node, handles: list, sizes: list) -> dict:
-    buffers = []
-    for spec, address in zip(layout.buffer_specs(dtype, tree.offset, tree.length, tree.buffers, layout.read_cpu),
-                             tree.buffers):
-        if not address:
-            buffers.append(None)
-            continue
-        buffers.append([len(handles), 0])
-        handles.append(os.urandom(64).hex())
-        sizes.append(spec.size)
-    return {"length": tree.length, "offset": tree.offset, "null_count": tree.null_count, "buffers": buffers,
-            "children": [_node(t, c, handles, sizes) for t, c in zip(dtype.children, tree.children)],
-            "dictionary": None if tree.dictionary is None else _node(dtype.value_type, tree.dictionary, handles, sizes)}
+@pytest.fixture
+def fake(monkeypatch, tmp_path_factory):
+    """The fake CUDA calls (values checked on the host: an import in the exporting process reads its buffers)."""
+    directory = tmp_path_factory.mktemp("run")
+    directory.chmod(0o700)
+    monkeypatch.setenv("ARROWDEV_RUNTIME_DIR", str(directory))
+    calls = fake_ipc.install(monkeypatch)
+    monkeypatch.setattr(calls, "value_checks", lambda frames, device_id: HostValues(), raising=False)
+    return calls
 
 
-def _described(data) -> tuple[dict, bytes]:
-    """(header, schema bytes) of export_ipc() for a CPU column, as another process would see them."""
-    col = ad.column(data)
-    handles: list = []
-    sizes: list = []
-    chunks = [_node(col.type, layout.Node.of(held), handles, sizes) for held in _chunked.chunks(col)]
-    header = {"kind": "column", "host": socket.gethostname(), "pid": os.getpid(),
-              "exporter": ipc_checks.exporter_identity(), "device": 0, "device_uuid": "00" * 16,
-              "handles": handles, "sizes": sizes, "chunks": chunks}
-    return header, pa.schema([pa.field(col.type)]).serialize().to_pybytes()
-
-
-def _bytes(header: dict, schema: bytes) -> bytes:
-    encoded = json.dumps(header).encode()
-    return _MAGIC + len(encoded).to_bytes(8, "little") + encoded + schema
-
-
-def _past_the_checks(data: bytes) -> None:
-    """import_ipc got past every check made before mapping: to the GPU lookup (no GPU here, or no GPU of that
-    UUID)."""
-    try:
-        ad.import_ipc(data)
-    except ad.DeviceUnavailableError:
-        return
-    except ad.InvalidArrowError as e:
-        assert "not visible in this process" in str(e), e
-        return
-    pytest.fail("a made-up handle was imported")
+def _header(data: bytes) -> dict:
+    magic = data[:data.index(b"\n") + 1]
+    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
+    return json.loads(data[len(magic) + 8:len(magic) + 8 + size])
 
 
 def _refused(data: bytes, *patterns: str) -> str:
@@ -78,94 +51,99 @@ def _refused(data: bytes, *patterns: str) -> str:
     return str(caught.value)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_a_description_of_every_type_passes_the_checks_before_mapping(name):
-    _past_the_checks(_bytes(*_described(CASES[name])))
+@pytest.mark.parametrize("name", FLAT)
+def test_every_flat_type_passes_the_checks_and_imports(fake, name):
+    col = fake_ipc.device_column(fake, CASES[name])
+    got = ad.import_ipc(col.export_ipc())
+    assert got.device.type == "cuda" and len(got) == len(col)
 
 
-@pytest.mark.parametrize("data", [b"", b"ARROWDEV", _MAGIC, _MAGIC + (10**9).to_bytes(8, "little") + b"{}",
-                                  _MAGIC + (3).to_bytes(8, "little") + b"{x}", "text", None])
-def test_bytes_that_are_not_a_description_are_refused(data):
-    _refused(data)
+def test_an_allocation_smaller_than_its_buffer_needs_is_refused_before_any_lease(fake):
+    col = fake_ipc.device_column(fake, pa.array(["hello", None, "x"]))
+    data = col.export_ipc()
+    handles = _header(data)["handles"]
+    smaller = [{**h, "size": 1} for h in handles]
+    granted = ad.cuda.lease_stats()["leases_granted"]
+    _refused(with_ipc_header(data, handles=smaller), "chunks[0]", "handle", "at least", "bytes")
+    assert ad.cuda.lease_stats()["leases_granted"] == granted
 
 
-@pytest.mark.parametrize("change", [
-    {"kind": "tables"}, {"host": 5}, {"pid": "1"}, {"device_uuid": None}, {"handles": ["00"]},
-    {"handles": "x"}, {"sizes": []}, {"sizes": None}, {"chunks": None}, {"device": "0"},
+@pytest.mark.parametrize("field, value, pattern", [
+    ("length", 5, "at least 40 bytes"), ("length", -1, "a length"), ("offset", 1, "at least 40 bytes"),
+    ("null_count", 5, "null count"), ("buffers", [None], "buffer entries"),
+    ("children", [{}], "children"), ("dictionary", {}, "dictionary"),
 ])
-def test_malformed_header_fields_are_refused(change):
-    header, schema = _described(pa.array([1, None, 3]))
-    header.update(change)
-    _refused(_bytes(header, schema))
+def test_node_fields_that_do_not_fit_are_refused_before_any_lease(fake, field, value, pattern):
+    col = fake_ipc.device_column(fake, pa.array([1.5, None, 2.5, 4.0]))
+    data = col.export_ipc()
+    node = _header(data)["chunks"][0]
+    node[field] = value
+    granted = ad.cuda.lease_stats()["leases_granted"]
+    _refused(with_ipc_header(data, chunks=[node]), "chunks[0]", pattern)
+    assert ad.cuda.lease_stats()["leases_granted"] == granted
 
 
-def test_an_allocation_smaller_than_its_buffer_needs_is_refused():
-    header, schema = _described(pa.array(["hello", None, "x"]))
-    header["sizes"] = [size - 1 for size in header["sizes"]]
-    _refused(_bytes(header, schema), "chunks[0]", "handle", "at least", "bytes")
+def test_a_node_without_its_fields_is_refused(fake):
+    col = fake_ipc.device_column(fake, pa.array([1.5, None]))
+    data = col.export_ipc()
+    node = _header(data)["chunks"][0]
+    del node["offset"]
+    _refused(with_ipc_header(data, chunks=[node]), "chunks[0]", "offset")
 
 
-def test_a_buffer_past_its_allocation_is_refused():
-    header, schema = _described(pa.array([1, None, 3]))
-    header["chunks"][0]["buffers"][1] = [1, 10**6]
-    _refused(_bytes(header, schema), "inside the", "allocations")
-    header["chunks"][0]["buffers"][1] = [7, 0]
-    _refused(_bytes(header, schema), "handle 7")
-
-
-@pytest.mark.parametrize("field, value", [("length", 4), ("length", -1), ("offset", 1), ("null_count", 5),
-                                          ("buffers", [None]), ("children", [{}]), ("dictionary", {})])
-def test_node_fields_that_do_not_fit_are_refused(field, value):
-    header, schema = _described(pa.array([1, None, 3]))
-    header["chunks"][0][field] = value
-    _refused(_bytes(header, schema), "chunks[0]")
-
-
-def test_a_node_without_its_fields_is_refused():
-    header, schema = _described(pa.array([1, None, 3]))
-    del header["chunks"][0]["offset"]
-    _refused(_bytes(header, schema), "chunks[0]", "offset")
-
-
-def test_a_schema_that_is_not_one_is_refused():
-    header, _ = _described(pa.array([1, None, 3]))
-    _refused(_bytes(header, b"\xff\xff\xff\xff\x10\x00\x00\x00garbage"), "schema")
-    other = pa.schema([pa.field("x", pa.int64()), pa.field("y", pa.int64())]).serialize().to_pybytes()
-    _refused(_bytes(header, other), "schema", "one field")
-
-
-def test_another_type_over_the_same_buffers_is_refused():
-    header, schema = _described(pa.array([1, None, 3], pa.int32()))
+def test_another_type_over_the_same_buffers_is_refused(fake):
+    col = fake_ipc.device_column(fake, pa.array([1, 2, 3], pa.int32()))
+    data = col.export_ipc()
+    magic = data[:data.index(b"\n") + 1]
+    size = int.from_bytes(data[len(magic):len(magic) + 8], "little")
     wider = pa.schema([pa.field("", pa.int64())]).serialize().to_pybytes()
-    _refused(_bytes(header, wider), "at least 24 bytes", "got 12")
+    _refused(data[:len(magic) + 8 + size] + wider, "at least 24 bytes", "got 12")
+    _refused(data[:len(magic) + 8 + size] + b"\xff\xff\xff\xff\x10\x00\x00\x00garbage", "schema")
 
 
-def test_a_description_from_another_host_is_refused_before_mapping():
-    header, schema = _described(pa.array([1, None, 3]))
-    header["host"] = "elsewhere"
-    _refused(_bytes(header, schema), "this node", "'elsewhere'")
+def test_a_mapping_of_another_size_than_the_header_says_is_refused(fake):
+    """The header's size fits the nodes but not the allocation the handle maps: refused once mapped, before any
+    read."""
+    col = fake_ipc.device_column(fake, pa.array([1.5, None, 2.5, 4.0]))
+    data = col.export_ipc()
+    handles = _header(data)["handles"]
+    larger = [{**h, "size": h["size"] + 64} for h in handles]
+    _refused(with_ipc_header(data, handles=larger), "handles[", "the header's size", "mapped")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the exporter's identity is read from /proc (Linux)")
-def test_a_description_whose_exporter_has_exited_is_refused_before_mapping():
-    """Its memory went with it: the handles are not opened (a process that has exited, or its pid taken by
-    another process since)."""
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    header, schema = _described(pa.array([1, None, 3]))
-    header["pid"] = int(child.stdout)
-    _refused(_bytes(header, schema), "exporting process", "exited")
-    header, schema = _described(pa.array([1, None, 3]))
-    header["exporter"]["started"] += 1  # this process's pid, another start time: a reused pid
-    _refused(_bytes(header, schema), "exporting process", "another process")
+def test_bad_values_in_the_buffers_are_refused_once_mapped(fake):
+    """Offsets past the data and a null count the bitmap does not have, in the exporter's memory: refused after
+    mapping, before anything reads them (here on the host; CuPy on a GPU)."""
+    values = pa.array(["ab", "cde", None])
+    col = fake_ipc.device_column(fake, values)
+    data = col.export_ipc()
+    offsets = np.frombuffer(values.buffers()[1], np.int32)
+    saved = offsets.copy()
+    np.copyto(offsets, np.array([0, 2, 10**6, 10**6], np.int32), casting="unsafe")
+    try:
+        _refused(data, "chunks[0].buffers[")  # the data too short for the last offset, or the offsets
+    finally:
+        np.copyto(offsets, saved, casting="unsafe")
+    node = _header(data)["chunks"][0]
+    node["null_count"] = 0
+    _refused(with_ipc_header(data, chunks=[node]), "null count")
+    assert len(ad.import_ipc(data)) == 3  # the values put back: accepted
 
 
-def test_an_export_of_an_older_arrowdev_without_the_exporters_identity_is_checked_without_it():
-    header, schema = _described(pa.array([1, None, 3]))
-    del header["exporter"]
-    _past_the_checks(_bytes(header, schema))
+def test_a_description_from_another_host_is_refused(fake):
+    col = fake_ipc.device_column(fake, pa.array([1.5]))
+    _refused(with_ipc_header(col.export_ipc(), host="elsewhere"), "another node")
 
 
-# ---- on a GPU: mapped memory ---------------------------------------------------------------------------------
+def test_the_refusals_name_handles_not_frames(fake):
+    col = fake_ipc.device_column(fake, pa.array([1.5, None]))
+    data = col.export_ipc()
+    message = _refused(with_ipc_header(data, handles=[{**h, "size": 1} for h in _header(data)["handles"]]))
+    assert "handle 0 at offset 0" in message or "handle 1 at offset 0" in message
+    assert "frame" not in message
+
+
+# ---- on a GPU: mapped memory in another process --------------------------------------------------------------
 
 
 _IMPORT_IN_A_CHILD = """
@@ -183,9 +161,8 @@ _IMPORT_IN_A_CHILD = """
 def test_gpu_mapped_sizes_that_disagree_with_the_header_are_refused(tmp_path):
     g = ad.column(pa.array([1, None, 3])).to_device()
     data = g.export_ipc()
-    header = json.loads(data[len(_MAGIC) + 8:len(_MAGIC) + 8 + int.from_bytes(data[len(_MAGIC):len(_MAGIC) + 8],
-                                                                                 "little")])
-    (tmp_path / "h").write_bytes(with_ipc_header(data, sizes=[n * 2 for n in header["sizes"]]))
+    larger = [{**h, "size": h["size"] * 2} for h in _header(data)["handles"]]
+    (tmp_path / "h").write_bytes(with_ipc_header(data, handles=larger))
     out = run_script(_IMPORT_IN_A_CHILD, None, str(tmp_path / "h"))
     assert out.startswith("refused:") and "mapped" in out, out
     (tmp_path / "h").write_bytes(data)
@@ -194,8 +171,8 @@ def test_gpu_mapped_sizes_that_disagree_with_the_header_are_refused(tmp_path):
 
 @pytest.mark.gpu
 def test_gpu_bad_offsets_in_device_memory_are_refused_on_the_gpu(tmp_path):
-    """The values are checked after mapping, before anything reads them: offsets past the data, written into the
-    exporter's device buffer after the export."""
+    """The values are checked on the GPU after mapping, before anything reads them: offsets past the data, written
+    into the exporter's device buffer after the export."""
     import cupy
 
     g = ad.column(pa.array(["ab", "cde", None])).to_device()
@@ -206,3 +183,7 @@ def test_gpu_bad_offsets_in_device_memory_are_refused_on_the_gpu(tmp_path):
     cupy.cuda.runtime.deviceSynchronize()
     out = run_script(_IMPORT_IN_A_CHILD, None, str(tmp_path / "h"))
     assert out.startswith("refused:") and "offsets" in out, out
+
+
+def test_the_ipc_module_uses_the_checks():
+    assert ipc.ipc_checks.check_before_mapping and hasattr(ipc.calls, "value_checks")

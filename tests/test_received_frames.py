@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev import _serialize
+from arrowdev.serialize import frames as _serialize
 from support.scripts import run_script
 
 
@@ -241,7 +241,7 @@ def test_class6_a_received_column_with_such_an_offset_sliced_and_sent_on():
     nothing) are received; the column, sliced and sent on, pickles."""
     out = run_script("""
         import copy, pickle, numpy as np, pyarrow as pa, arrowdev as ad, arrowdev.dask
-        from arrowdev import _serialize
+        from arrowdev.serialize import frames as _serialize
         header, frames = _serialize.host_frames(ad.column(pa.array([], pa.list_(pa.string()))))
         frames = [bytes(f) for f in frames]
         at = header["columns"][0][0][3][1][0]  # the list's offsets frame

@@ -1,4 +1,4 @@
-"""The checks of values inside received frames (arrowdev/serialize/values.py): the native scans
+"""The checks of values inside received frames (arrowdev/core/value_checks.py): the native scans
 (capsules/values.c) against plain Python on random inputs, and the array-module checks that run on device frames
 (``ArrayValues``, CuPy on a GPU) held here, with NumPy, to the native ones on the same frames: the same receipts
 accepted and the same refused."""
@@ -14,9 +14,10 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev import _capsules, _serialize
-from arrowdev.serialize import checks
-from arrowdev.serialize.values import ArrayValues, HostValues
+from arrowdev import _capsules
+from arrowdev.core import node_checks as checks
+from arrowdev.core.value_checks import ArrayValues, HostValues
+from arrowdev.serialize import checks as frame_checks, frames as _serialize
 from support.samples import CASES, LAYOUTS, source_of
 
 
@@ -91,7 +92,7 @@ def _numpy_view(frame, dtype, start: int, count: int) -> np.ndarray:
 def _outcome(header: dict, frames: list[bytes], values_kind: str) -> str:
     """'accepted' or the refusal's first words, with host (C) or array (NumPy) value checks."""
     try:
-        checks.check_header(header, len(frames))
+        frame_checks.check_header(header, len(frames))
         _, shape = checks.schema_of(bytes(header["schema"]))
         kept = [np.frombuffer(f, np.uint8).copy() if f else np.zeros(8, np.uint8) for f in frames]
         spans = [(k.ctypes.data, len(f), False) for k, f in zip(kept, frames)]

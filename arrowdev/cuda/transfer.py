@@ -175,7 +175,7 @@ class Planner:
 
     def _prefix_in_order(self, src: int, base: int, start: int, width: int) -> bool:
         """The offsets from the bitmap byte's first row to the node's first, in order (a receiver checks them:
-        arrowdev.serialize.checks). Read where reads are cheap (CPU memory); not from a device, where they would
+        arrowdev.core.node_checks). Read where reads are cheap (CPU memory); not from a device, where they would
         cost a read each (arrowdev's own copies start at 0 there; a receiver still checks)."""
         if start - base < 1 or isinstance(self.read, layout.BatchReader):
             return True

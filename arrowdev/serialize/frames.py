@@ -366,7 +366,7 @@ def _frame_address(frame: Any, keep: list[Any]) -> tuple[int, int, bool]:
     try:
         view = pa.py_buffer(frame)  # its address at a tenth of the cost of a NumPy array's
     except (TypeError, ValueError, BufferError) as e:
-        from .values import refuse
+        from ..core.value_checks import refuse
 
         raise refuse("frames", "bytes-like frames (or CUDA arrays)", f"{type(frame).__name__} ({e})") from None
     if view.size == 0:

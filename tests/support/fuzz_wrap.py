@@ -61,7 +61,7 @@ def _layout(name: str, layout: str) -> Any:
 
 def make_sent(r: random.Random, log: list) -> Sent:
     """A random sample, serialized through a random wrapping."""
-    from arrowdev import _serialize
+    from arrowdev.serialize import frames as _serialize
 
     import os
 
@@ -90,7 +90,7 @@ def _device_sent(obj: Any, original: Any, r: random.Random) -> Sent:
     import cupy
     from distributed.protocol import serialize
 
-    from arrowdev import _serialize
+    from arrowdev.serialize import frames as _serialize
 
     gpu = obj.to_device()
     before = _serialize.PACK_BELOW
@@ -127,7 +127,7 @@ class _Sending:
 
     def __reduce_ex__(self, protocol: int) -> tuple:
         import arrowdev as ad
-        from arrowdev import _serialize
+        from arrowdev.serialize import frames as _serialize
 
         return _serialize.unpickle, (ad.ArrowColumn, self.header, *[pickle.PickleBuffer(f) for f in self.frames])
 
