@@ -310,6 +310,14 @@ def test_malformed_header_fields_are_refused(change):
     _refused(header, frames)
 
 
+def test_a_column_header_called_a_table_is_refused():
+    """A table's schema is a struct of its columns: a column of another type sent as a table is refused (its
+    child's nodes would otherwise pass as the table's columns)."""
+    header, frames = _sent(pa.array([[1, 2, 3], [4, 5, 6]], pa.list_(pa.int16(), 3)))
+    header["kind"] = "table"
+    _refused(header, frames, "kind", "struct")
+
+
 def test_a_header_that_is_not_a_dict_is_refused():
     _refused(["column"], [])
 

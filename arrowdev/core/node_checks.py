@@ -145,6 +145,8 @@ def check_columns(header: dict[str, Any], shape: Shape, frames: list[Frame], val
     ``values`` (:func:`values_for`, or :class:`~arrowdev.serialize.values.SizesOnly` before memory is mapped).
     Refusals name chunk ``k`` of column ``i`` ``chunk_path(i, k)``, and frame ``j`` ``frame_name(j)``."""
     columns, rows = header["columns"], header["rows"]
+    if header["kind"] == "table" and (shape.kind != "struct" or shape.dictionary is not None):
+        raise refuse("kind", "a struct schema for a table (its columns' types)", f"a {shape.name} schema")
     shapes = list(shape.children) if header["kind"] == "table" else [shape]
     if len(columns) != len(shapes):
         raise refuse("columns", f"{len(shapes)} columns (the schema's)", f"{len(columns)}")

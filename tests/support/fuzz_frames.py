@@ -14,7 +14,8 @@ Outcomes (the first word counts): ``refused`` (InvalidArrowError on receipt); ``
 ``data`` (accepted, and full validation refused only what no receiver can tell from data: invalid UTF-8, decimals
 past their precision, dates and times out of range, a view's prefix or padding, made by a flipped value byte);
 ``quirk`` (an empty view array at an offset, which PyArrow's importer makes invalid, received or not); ``error``
-(accepted, then a clear Python error while used: a timestamp past ``datetime``'s range);
+(accepted, then a clear Python error while used that only the values cause: a timestamp past ``datetime``'s range,
+a decimal or time zone no converter takes; any other error after receipt is ``ERROR``, a failure);
 and the failures: ``REFUSED-OTHER`` (receipt raised something else than InvalidArrowError), ``INVALID`` (accepted,
 then full validation refused the structure: accepted but invalid), ``WRONG`` (an unmutated case changed its
 values, or what was sent on came back different). A crash or a hang ends the child: :mod:`fuzz_run` counts it.
@@ -40,6 +41,10 @@ from .guarded import Arena
 # byte makes it), which no size, offset or index check can see; anything else is accepted-but-invalid
 DATA_LEVEL = ("invalid utf8", "precision", "whole number of days", "acceptable range", "inlined prefix",
               "padding bytes were not all zero")
+# errors while an accepted receipt is used that only the values cause (a flipped byte of a timestamp, a decimal, a
+# time zone's name): Python's and pandas' converters refuse them; any other error after receipt is a failure
+DATA_ERRORS = ("OverflowError", "OutOfBoundsDatetime", "InvalidOperation")
+DATA_ERROR_TEXTS = ("zoneinfo module or pytz", "is out of range")
 # PyArrow's C importer gives an empty view array at an offset a views buffer of 0 bytes, which its own full
 # validation then refuses: so for every arrowdev column of one, received or not (tests/test_serialize.py skips it)
 PYARROW_EMPTY_VIEWS = "View buffer size (bytes): 0 isn't large enough for length: 0"
@@ -81,8 +86,11 @@ def _receive_and_use(r: random.Random, sent: fuzz_wrap.Sent, mutated: bool, aren
         return f"REFUSED-OTHER ({type(e).__name__}): {str(e)[:200]}"
     try:
         return _use(got, sent, mutated)
-    except Exception as e:  # a clear Python error after receipt: counted apart, not a crash
-        return f"error after receipt ({type(e).__name__}): {str(e)[:200]}"
+    except Exception as e:  # a clear Python error after receipt: data no converter takes, or a failure
+        text = f"({type(e).__name__}): {str(e)[:200]}"
+        if type(e).__name__ in DATA_ERRORS or any(mark in str(e) for mark in DATA_ERROR_TEXTS):
+            return f"error after receipt {text}"
+        return f"ERROR after receipt {text}"
 
 
 def _use(got: Any, sent: fuzz_wrap.Sent, mutated: bool) -> str:

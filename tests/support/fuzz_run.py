@@ -97,9 +97,10 @@ def _child_main(start: int, stop: int, module: str = IMPORTS) -> None:
         print("DONE", seed, nodes, outcome.replace("\n", " "), flush=True)
 
 
-def run_batch(start: int, count: int, figures: Figures, timeout: float = 600, module: str = IMPORTS) -> None:
+def run_batch(start: int, count: int, figures: Figures, timeout: float | None = None, module: str = IMPORTS) -> None:
     """Runs seeds [start, start + count) in child processes; a crash or a hang is recorded with its seed
-    and the seeds after it run in a new child."""
+    and the seeds after it run in a new child. Each case has a time limit of its own (``_child_main``); ``timeout``, if
+    given, bounds the whole batch (a batch of many cases on a busy machine takes its time: none by default)."""
     # the child imports support.fuzz_run (under tests/) and arrowdev (under the root)
     tests, root = Path(__file__).parents[1], Path(__file__).parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tests), os.environ.get("PYTHONPATH", "")])}
@@ -148,7 +149,7 @@ def run_parallel(start: int, count: int, workers: int = 2, module: str = IMPORTS
     bounds = [start + count * i // workers for i in range(workers + 1)]
     parts = [Figures() for _ in range(workers)]
     with ThreadPoolExecutor(workers) as pool:
-        for done in [pool.submit(run_batch, lo, hi - lo, part, 600, module)
+        for done in [pool.submit(run_batch, lo, hi - lo, part, None, module)
                      for lo, hi, part in zip(bounds, bounds[1:], parts)]:
             done.result()
     total = Figures()
