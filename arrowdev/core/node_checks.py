@@ -142,7 +142,7 @@ def check_columns(header: dict[str, Any], shape: Shape, frames: list[Frame], val
                   frame_name: Callable[[int], str] = _frame_name) -> None:
     """Every node of every column of a received header (``kind``, ``columns``, ``rows``), against ``frames``
     ((address, size, on a device) each) and the type's ``shape``; the values inside frames are checked by
-    ``values`` (:func:`values_for`, or :class:`~arrowdev.serialize.values.SizesOnly` before memory is mapped).
+    ``values`` (:func:`values_for`, or :class:`~arrowdev.core.value_checks.SizesOnly` before memory is mapped).
     Refusals name chunk ``k`` of column ``i`` ``chunk_path(i, k)``, and frame ``j`` ``frame_name(j)``."""
     columns, rows = header["columns"], header["rows"]
     if header["kind"] == "table" and (shape.kind != "struct" or shape.dictionary is not None):
@@ -512,7 +512,7 @@ class _Walk:
 
 def device_view(device_id: int) -> tuple[Any, Any]:
     """(CuPy, a function viewing ``count`` elements of ``dtype`` of a device frame from element ``start``): what
-    :class:`~arrowdev.serialize.values.ArrayValues` checks device frames with."""
+    :class:`~arrowdev.core.value_checks.ArrayValues` checks device frames with."""
     from ..gpu import runtime
 
     cp = runtime.cupy()

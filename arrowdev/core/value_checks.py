@@ -1,4 +1,4 @@
-"""The checks of values inside received frames, after checks.py has made sure that each frame holds the
+"""The checks of values inside received frames, after node_checks.py has made sure that each frame holds the
 elements a check reads: null counts against the validity bitmap, offsets in order and within their target,
 dictionary indices, binary views, list views, run ends and union ids.
 
