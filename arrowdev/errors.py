@@ -17,7 +17,8 @@ class ArrowDevError(Exception):
 class InvalidArrowError(ArrowDevError, ValueError):
     """Arrow data or a capsule that breaks the Arrow C Data interface: a released or consumed
     struct, a malformed tree, a format string or buffer count that does not fit the type, offsets
-    that run past the data."""
+    that run past the data; and received frames or CUDA IPC descriptions that do not fit their header
+    (the message names the node's path, the frame and what was expected)."""
 
 
 class DeviceUnavailableError(ArrowDevError, RuntimeError):

@@ -12,8 +12,10 @@
  *   py_array      CDeviceArray: one container seen from Python; hold (checked, then moved)
  *   py_types      the registered DataType, the one cache of parsed types, check_schema_tree, and
  *                 the schema functions (type_of_schema, schema_key, export_schema, copy_schema)
+ *   py_values     the checks of values in received host buffers (count_set, check_offsets, ...:
+ *                 values.c, for arrowdev/serialize/values.py); uses nothing of the binding
  *   py_capsule    capsule destructors and helpers, InvalidArrowError, the keep-alive hook
- *   ---------     the core (container.c, check.c, format.c, schema.c, stream.c): no Python
+ *   ---------     the core (container.c, check.c, format.c, schema.c, stream.c; values.c): no Python
  *
  * Capsules follow the PyCapsule interface (py_capsule.h).
  */
@@ -25,6 +27,7 @@
 #include "py_import.h"
 #include "py_stream.h"
 #include "py_types.h"
+#include "py_values.h"
 
 static PyObject* ownership_stats(PyObject* module, PyObject* unused) {
   long long imports = atomic_load(&g_stats.imports);
@@ -37,6 +40,8 @@ static PyObject* ownership_stats(PyObject* module, PyObject* unused) {
                        (long long)atomic_load(&g_stats.node_blocks), "live_schema_copies",
                        (long long)atomic_load(&g_stats.schema_blocks));
 }
+
+#define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
 
 static PyMethodDef module_methods[] = {
     {"import_device_array", import_device_array, METH_O, "hold an arrow_device_array capsule (moves it)"},
@@ -70,6 +75,13 @@ static PyMethodDef module_methods[] = {
     {"copy_schema", copy_schema, METH_O, "a deep copy of an arrow_schema capsule, checked first (InvalidArrowError)"},
     {"capsule_name", capsule_name, METH_O, "a capsule's name ('' if unnamed), or None for other objects"},
     {"ownership_stats", ownership_stats, METH_NOARGS, "the native core's counters"},
+    FAST(count_set, "count_set(bitmap, bit_offset, length): set bits (values.h)"),
+    FAST(check_offsets, "check_offsets(address, width, n, low, high): -1, or the first bad offset (values.h)"),
+    FAST(check_indices, "check_indices(address, width, signed, n, limit, validity, bit_offset) (values.h)"),
+    FAST(check_views, "check_views(address, n, sizes, n_buffers, validity, bit_offset) (values.h)"),
+    FAST(check_list_views, "check_list_views(offsets, sizes, width, n, limit) (values.h)"),
+    FAST(check_run_ends, "check_run_ends(address, width, n, end) (values.h)"),
+    FAST(check_union, "check_union(type_ids, offsets, n, lengths) (values.h)"),
     {NULL}};
 
 static struct PyModuleDef capsules_module = {PyModuleDef_HEAD_INIT, "arrowdev._capsules",

@@ -193,9 +193,9 @@ def test_buffers_outside_their_allocation_are_refused(fake):
     header, _ = ipc.parse_handle(handle)
     node = header["chunks"][0]
     node["buffers"][1] = [0, 1 << 40]
-    with pytest.raises(ad.InvalidArrowError, match="not .handle index, offset inside its allocation"):
+    with pytest.raises(ad.InvalidArrowError, match="buffers inside the 2 allocations"):
         ad.import_ipc(with_ipc_header(handle, chunks=[node]))
-    assert ad.cuda.lease_stats()["leases_granted"] == 0  # the lease taken first was given back
+    assert ad.cuda.lease_stats()["leases_granted"] == 0  # refused before any lease is taken
     with pytest.raises(ad.InvalidArrowError, match="without leases"):
         ad.import_ipc(b"ARROWDEV-CUDA-IPC-1\n" + handle[len(b"ARROWDEV-CUDA-IPC-2\n"):])
 

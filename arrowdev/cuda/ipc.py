@@ -40,7 +40,7 @@ from ..core import chunks as _chunked, layout
 from ..errors import InvalidArrowError
 from ..core.types import DataType, Device
 from ..gpu import memory, runtime
-from . import lease_client, lease_server, leases
+from . import ipc_checks, lease_client, lease_server, leases
 
 _MAGIC = b"ARROWDEV-CUDA-IPC-2\n"
 _OLD_MAGIC = b"ARROWDEV-CUDA-IPC-1\n"
@@ -95,6 +95,12 @@ class CudaCalls:
     def pinned(self, addresses: list[int]) -> dict[int, int]:
         """The arrowdev device buffers (address -> size) holding ``addresses``: what an export keeps alive."""
         return memory.buffers_holding(addresses)
+
+    def value_checks(self, frames: list[tuple[int, int, bool]], device_id: int) -> Any:
+        """What checks the values in mapped buffers: CuPy on the GPU (core/node_checks.py)."""
+        from ..core.node_checks import values_for
+
+        return values_for(frames, device_id)
 
 
 calls = CudaCalls()
@@ -317,10 +323,11 @@ def _mapped_ranges(device_id: int) -> list[tuple[int, int, str, list[dict[str, A
 
 
 def import_ipc(data: bytes) -> Any:
-    """A column or table over another process's device memory, from its ``export_ipc()`` bytes."""
-    import pyarrow as pa
-
+    """A column or table over another process's device memory, from its ``export_ipc()`` bytes: every node is
+    checked against its type and the allocations' sizes before any lease is taken or handle opened, each mapping's
+    size and the values in the buffers before anything reads them (:mod:`arrowdev.cuda.ipc_checks`)."""
     header, schema = parse_handle(data)
+    dtype, shape, frames_header, places = ipc_checks.check_before_mapping(header, schema)
     if header["host"] != socket.gethostname():
         raise InvalidArrowError(f"the IPC handle comes from another node ({header['host']!r}); this is "
                                 f"{socket.gethostname()!r}: CUDA IPC works between processes of one node")
@@ -328,16 +335,15 @@ def import_ipc(data: bytes) -> Any:
     if device_id is None:
         raise InvalidArrowError(f"the IPC handle's GPU (UUID {header['device_uuid']}) is not visible in this "
                                 f"process (see CUDA_VISIBLE_DEVICES)")
-    try:
-        dtype = DataType.from_arrow(pa.ipc.read_schema(pa.py_buffer(schema)).field(0))
-    except (pa.ArrowInvalid, IndexError) as e:
-        raise InvalidArrowError(f"the IPC handle's schema cannot be read: {e}") from None
     imported = _Imported(device_id, header["leases"])
     imported.take_leases()
     bases = [imported.base_of(h["handle"], h["size"]) for h in header["handles"]]
     if imported.mappings:
         _imports.add(imported)
     sizes = [h["size"] for h in header["handles"]]
+    ipc_checks.check_mapped_sizes(sizes, [calls.allocation(base)[1] for base in bases])
+    frames = [(bases[handle] + offset, sizes[handle] - offset, True) for handle, offset in places]
+    ipc_checks.check_after_mapping(shape, frames_header, places, frames, calls.value_checks(frames, device_id))
     device = Device("cuda", device_id)
     chunks = [_build(dtype, node, bases, sizes, imported, device) for node in header["chunks"]]
     return _chunked.make(header["kind"], dtype, chunks)

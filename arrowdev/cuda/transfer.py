@@ -28,6 +28,7 @@ import numpy as np
 from .. import _capsules
 from ..core import layout
 from ..core.types import DataType, Device
+from ..errors import InvalidArrowError
 from ..gpu import memory, runtime, staging
 
 # what the copies read of core/layout.py's one table of layouts
@@ -113,10 +114,14 @@ class Planner:
         node = PlannedNode(n, null_count, start - base, [], [], None, dtype)
         child_range = (0, None)
         for spec, src in zip(specs, buffers):
+            if spec.size < 0:  # a view array's variadic size, as its producer wrote it
+                raise InvalidArrowError(f"expected a size of at least 0 for the {spec.role} buffer of a {dtype} node,"
+                                        f" got {spec.size}: not copied or sent")
             if storage in _WHOLE:
                 self._copy_range(node, src, 0, spec.size)
             elif spec.role == "offsets":
-                child_range = self._copy_offsets(node, src, base, start + n, _OFFSET_WIDTH[storage])
+                rows = children[0].length if children else None  # lists: their child's rows bound the offsets
+                child_range = self._copy_offsets(node, src, base, start, start + n, _OFFSET_WIDTH[storage], rows)
             elif spec.role == "data" and storage in _OFFSET_WIDTH:
                 self._copy_range(node, src, child_range[0], child_range[1])
             elif spec.role == "type_ids":
@@ -144,16 +149,39 @@ class Planner:
             bits = dtype.element_bits(1)
             self._copy_range(node, buffers[1], base * bits // 8, (bits * end + 7) // 8)
             return node
-        self._copy_range(node, buffers[2], *self._copy_offsets(node, buffers[1], base, end, width))
+        self._copy_range(node, buffers[2], *self._copy_offsets(node, buffers[1], base, start, end, width))
         return node
 
-    def _copy_offsets(self, node: PlannedNode, src: int, base: int, end: int, width: int) -> tuple[int, int]:
+    def _copy_offsets(self, node: PlannedNode, src: int, base: int, start: int, end: int, width: int,
+                      rows: int | None = None) -> tuple[int, int]:
         """Adds offsets [base, end] of the buffer at ``src`` to ``node``, lowered to start at 0 (the values the
-        copy will hold at their ends are remembered with it); returns the range of values they point at."""
+        copy will hold at their ends are remembered with it); returns the range of values they point at. Rows
+        [start, end) are the node's; an empty node's offsets are copied as they are and point at nothing (they
+        say nothing: PyArrow's full validation accepts any). Offsets that would send the copy outside the data
+        or the child (``rows`` of it, for lists) raise InvalidArrowError, whatever producer made them."""
+        if start == end or not src:
+            self._copy_range(node, src, base * width, (end + 1) * width)
+            return 0, 0
         first_value, last_value = self._offset(src, base, width), self._offset(src, end, width)
+        if not 0 <= first_value <= last_value or (rows is not None and last_value > rows) or not (
+                self._prefix_in_order(src, base, start, width)):
+            target = f"its child's {rows} rows" if rows is not None else "its data"
+            raise InvalidArrowError(f"expected the offsets of rows [{base}, {end}] of a {node.dtype} node in order "
+                                    f"within {target}, got {first_value} at row {base} and {last_value} at row {end}"
+                                    f" (or out of order before row {start}): not copied or sent")
         self._copy_range(node, src, base * width, (end + 1) * width, (width, first_value) if first_value else None,
                          (width, end - base, last_value - first_value))
         return first_value, last_value
+
+    def _prefix_in_order(self, src: int, base: int, start: int, width: int) -> bool:
+        """The offsets from the bitmap byte's first row to the node's first, in order (a receiver checks them:
+        arrowdev.core.node_checks). Read where reads are cheap (CPU memory); not from a device, where they would
+        cost a read each (arrowdev's own copies start at 0 there; a receiver still checks)."""
+        if start - base < 1 or isinstance(self.read, layout.BatchReader):
+            return True
+        values = np.frombuffer(self.read(src + base * width, (start - base + 1) * width), np.int32 if width == 4
+                               else np.int64)
+        return bool(values[0] >= 0 and (values[1:] >= values[:-1]).all())
 
     def _plan_child(self, parent: DataType, dtype: DataType, child: layout.Node, first: int, end: int,
                     offsets_range: tuple) -> PlannedNode:

@@ -37,7 +37,6 @@ without CuPy) keeps it in CPU memory.
 
 from __future__ import annotations
 
-import functools
 import math
 import pickle
 import weakref
@@ -47,8 +46,9 @@ import numpy as np
 
 from .. import _capsules
 from ..core import chunks as _chunked, layout
-from ..cuda.transfer import Planner, PlannedNode
 from ..core.types import DataType, Device
+from ..cuda.transfer import Planner, PlannedNode
+from . import checks
 
 __all__ = ["DeviceFrame", "add_pickle_hook", "device_frames", "from_frames", "host_frames", "nbytes", "reduce",
            "unpickle"]
@@ -99,7 +99,8 @@ def _kind_and_columns(obj: Any) -> tuple[str, list[Any]]:
 # serializes it when another worker asks, and planning a table of many chunks costs milliseconds.
 # Keyed by id, the entry removed when the object goes (columns and tables are not hashable).
 # A plan in pieces (``piece_bytes``) is kept apart, keyed (id, piece_bytes).
-_kept_plans: dict[Any, tuple[Any, dict[str, Any], list[tuple[int, int]]]] = {}
+# A received object's entry is (ref, a function making its (header, spans) or None, None) until first asked for.
+_kept_plans: dict[Any, tuple[Any, Any, list[tuple[int, int]] | None]] = {}
 
 
 def _keep_plan(obj: Any, header: dict[str, Any], spans: list[tuple[int, int]], piece_bytes: int | None = None) -> None:
@@ -113,7 +114,14 @@ def _plan(obj: Any, source: Device, ready: bool,
     producers have finished (else the memory is read, where it must be, after waiting for them).
     ``piece_bytes`` (CPU data only): chunks whose frames would pass it are sent as row ranges under it,
     each a chunk of its own (:func:`host_frames`). The header is the caller's to change (a copy of the kept one)."""
-    kept = _kept_plans.get(id(obj) if piece_bytes is None else (id(obj), piece_bytes))
+    key = id(obj) if piece_bytes is None else (id(obj), piece_bytes)
+    kept = _kept_plans.get(key)
+    if kept is not None and kept[0]() is obj and kept[2] is None:  # a received object's plan, made when first asked
+        made = kept[1]()
+        _kept_plans.pop(key, None)
+        if made is not None:
+            _keep_plan(obj, *made)
+        kept = _kept_plans.get(key)
     if kept is not None and kept[0]() is obj:
         return dict(kept[1]), kept[2]
     if piece_bytes is not None:
@@ -164,14 +172,6 @@ def _schema_bytes(dtype: DataType) -> bytes:
     import pyarrow as pa
 
     return pa.schema([pa.field(dtype)]).serialize().to_pybytes()
-
-
-@functools.lru_cache(maxsize=256)
-def _schema_type(data: bytes) -> DataType:
-    """The type written by :func:`_schema_bytes` (cached: a stream of partitions repeats one schema)."""
-    import pyarrow as pa
-
-    return DataType.from_arrow(pa.ipc.read_schema(pa.py_buffer(data)).field(0))
 
 
 # ---- sending ------------------------------------------------------------------------------------
@@ -363,7 +363,12 @@ def _frame_address(frame: Any, keep: list[Any]) -> tuple[int, int, bool]:
         return cai["data"][0], _frame_size(frame, cai), True
     import pyarrow as pa
 
-    view = pa.py_buffer(frame)  # its address at a tenth of the cost of a NumPy array's
+    try:
+        view = pa.py_buffer(frame)  # its address at a tenth of the cost of a NumPy array's
+    except (TypeError, ValueError, BufferError) as e:
+        from ..core.value_checks import refuse
+
+        raise refuse("frames", "bytes-like frames (or CUDA arrays)", f"{type(frame).__name__} ({e})") from None
     if view.size == 0:
         return _EMPTY.ctypes.data, 0, False
     if view.address % _ALIGNMENT:
@@ -412,7 +417,8 @@ class _Rebuilder:
             keep.extend([rebased, *owners])
             rebased_address = rebased.ptr
         else:
-            rebased = np.frombuffer(_host_frame(address, nbytes, owners), dtype=_OFFSET_TYPES[width]) - value
+            whole = nbytes // width * width  # the node's offsets are in it (checked); a trailing part is not read
+            rebased = np.frombuffer(_host_frame(address, whole, owners), dtype=_OFFSET_TYPES[width]) - value
             keep.append(rebased)
             rebased_address = rebased.ctypes.data
         self.used.setdefault(entry[0], []).append(rebased_address)
@@ -420,18 +426,13 @@ class _Rebuilder:
 
     def keep_received_plan(self, obj: Any, header: dict[str, Any]) -> None:
         """Keeps what sending ``obj`` on would plan: the received nodes over the buffers it was built on
-        (rebased offsets as they now are), so a received table is sized and sent on without planning.
-        Not kept where a span became two different buffers (one frame rebased twice)."""
-        spans = []
-        for index, (address, nbytes, _, _) in enumerate(self.frames):
-            used = set(self.used.get(index, [address]))
-            if len(used) != 1:
-                return
-            spans.append((used.pop(), nbytes))
-        sent_on = {key: value for key, value in header.items() if key != "packed"}
-        sent_on.update(device=[self.device.code, self.device.id], frames=len(spans),
-                       columns=[[_without_rebases(node) for node in nodes] for nodes in header["columns"]])
-        _keep_plan(obj, sent_on, spans)
+        (rebased offsets as they now are), so a received table is sized and sent on without planning; made
+        when first asked for (most received objects are never sent on)."""
+        used, frames = self.used, [(address, nbytes) for address, nbytes, _, _ in self.frames]
+        device = [self.device.code, self.device.id]
+        key = id(obj)  # (the callbacks hold no reference to obj: it goes when its users let it go)
+        _kept_plans[key] = (weakref.ref(obj, lambda _: _kept_plans.pop(key, None)),
+                            lambda: _received_plan(header, frames, used, device), None)
 
     def build(self, dtype: DataType, node: list, top: bool = False) -> Any:
         """The held array (of ``dtype``) of a node and its subtree; a top node carries the event of
@@ -447,6 +448,22 @@ class _Rebuilder:
         return _capsules.build(dtype, length, null_count, offset, addresses, kids, dictionary,
                                device_type=self.device.code, device_id=self.device.id, keepalive=keep,
                                sync_event=None if event is None else event.address)
+
+
+def _received_plan(header: dict[str, Any], frames: list[tuple[int, int]], used: dict[int, list[int]],
+                   device: list[int]) -> tuple[dict[str, Any], list[tuple[int, int]]] | None:
+    """(header, spans) sending a received object on: its nodes over the buffers it was built on. None where a
+    frame became two different buffers (one frame rebased twice): then it is planned."""
+    spans = []
+    for index, (address, nbytes) in enumerate(frames):
+        addresses = set(used.get(index, [address]))
+        if len(addresses) != 1:
+            return None
+        spans.append((addresses.pop(), nbytes))
+    sent_on = {key: value for key, value in header.items() if key != "packed"}
+    sent_on.update(device=device, frames=len(spans),
+                   columns=[[_without_rebases(node) for node in nodes] for nodes in header["columns"]])
+    return sent_on, spans
 
 
 def _without_rebases(node: Any) -> list:
@@ -476,22 +493,22 @@ def _rebase_on_device(address: int, nbytes: int, width: int, value: int, device_
 def from_frames(header: dict[str, Any], frames: list[Any]) -> Any:
     """The column or table that :func:`host_frames` / :func:`device_frames` described,
     over the received frames. Host frames of device data land on this process's current GPU when it
-    has one (else they stay in CPU memory)."""
-    from ..errors import InvalidArrowError
-
-    if header.get("frames") != len(frames):
-        raise InvalidArrowError(f"expected {header.get('frames')} frames for this arrowdev header, got {len(frames)}")
+    has one (else they stay in CPU memory). The header and frames are checked before anything reads
+    them (:mod:`arrowdev.serialize.checks`): InvalidArrowError names what was refused."""
+    frames = list(frames)
+    checks.check_header(header, len(frames))
     if header.get("packed") is not None:
-        if not isinstance(header["packed"], (list, tuple)):
-            raise InvalidArrowError(f"expected the header's packed places to be a list, got {header['packed']!r}")
         frames = _unpacked(header["packed"], frames)
-    dtype = _schema_type(bytes(header["schema"]))
+    dtype, shape = checks.schema_of(bytes(header["schema"]))
+    source = Device.from_code(*header["device"])
     rebuilder = _Rebuilder(frames)
+    spans = [f[:3] for f in rebuilder.frames]
+    checks.check_columns(header, shape, spans, checks.values_for(spans, rebuilder.device.id if rebuilder.on_device
+                                                                  else None))
     table = header["kind"] == "table"
     columns = [_chunked.make("column", col_type, [rebuilder.build(col_type, node, top=True) for node in nodes])
                for col_type, nodes in zip(dtype.children if table else [dtype], header["columns"], strict=True)]
     obj = _chunked.make("table_of_columns", dtype, columns, header["rows"]) if table else columns[0]
-    source = Device.from_code(*header["device"])
     if source.type in ("cuda", "cuda_managed") and not rebuilder.on_device:
         return _to_current_gpu(obj)
     rebuilder.keep_received_plan(obj, header)
@@ -514,9 +531,7 @@ def _unpacked(places: list, frames: list[Any]) -> list[Any]:
         index, offset, nbytes = place
         frame = frames[index]
         if index not in received:  # a frame holds many spans: its interface is read once
-            cai = getattr(frame, "__cuda_array_interface__", None)
-            received[index] = ((cai["data"][0], _frame_size(frame, cai), None) if cai is not None
-                               else (None, memoryview(frame).nbytes, memoryview(frame).cast("B")))
+            received[index] = _packed_frame_view(frame, index)
         address, size, view = received[index]
         if offset + nbytes > size:
             raise InvalidArrowError(f"expected packed bytes [{offset}, {offset + nbytes}) inside frame {index} of "
@@ -526,6 +541,20 @@ def _unpacked(places: list, frames: list[Any]) -> list[Any]:
         else:
             spans.append(view[offset:offset + nbytes])
     return spans
+
+
+def _packed_frame_view(frame: Any, index: int) -> tuple[int | None, int, Any]:
+    """(device address or None, size, host view) of a received frame holding packed spans."""
+    cai = getattr(frame, "__cuda_array_interface__", None)
+    if cai is not None:
+        return cai["data"][0], _frame_size(frame, cai), None
+    try:
+        view = memoryview(frame).cast("B")
+    except (TypeError, ValueError) as e:
+        from ..errors import InvalidArrowError
+
+        raise InvalidArrowError(f"expected packed frame {index} to be bytes-like, got {type(frame).__name__} ({e})")
+    return None, view.nbytes, view
 
 
 def _frame_size(frame: Any, cai: dict[str, Any] | None) -> int:

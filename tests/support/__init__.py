@@ -11,8 +11,13 @@ import ``from support.samples import CASES``; the modules import one another rel
 - :mod:`support.fuzz_arrow`: the import fuzzer: one case per seed, malformed and valid structs handed to
   arrowdev, every producer node's releases checked (``python3 -m tests.support.fuzz_arrow SEED`` from the
   repository's root reruns one case).
-- :mod:`support.fuzz_run`: runs the fuzzer's seeds in child processes (a crash is counted with its seed)
-  and sums their figures; tests/test_fuzz_import.py and benchmarks/fuzz_import.py use it.
+- :mod:`support.fuzz_frames`: the frame fuzzer (issue 30): one case per seed, a sample serialized through one
+  of arrowdev's wrappings (:mod:`support.fuzz_wrap`), its frames and header mutated (:mod:`support.fuzz_mutate`),
+  the frames placed next to unreadable pages (:mod:`support.guarded`), received and used
+  (``python3 -m tests.support.fuzz_frames SEED`` reruns one case).
+- :mod:`support.fuzz_run`: runs a fuzzer's seeds in child processes (a crash or a hang is counted with its seed)
+  and sums their figures; tests/test_fuzz_import.py, tests/test_fuzz_frames.py and benchmarks/fuzz_import.py,
+  benchmarks/fuzz_frames.py use it.
 - :mod:`support.scripts`: ``run_script``, a script in a fresh interpreter, for what happens once per
   process (numba's memory manager, the first CUDA context, CUDA IPC, NRT statistics); ``Children``, child
   interpreters that answer commands (importers and exporters that hold, release, die or exit on cue), and
