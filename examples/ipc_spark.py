@@ -15,6 +15,7 @@ executor on a cluster (CUDA IPC works within one node).
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +43,7 @@ def shared(name: str, namespace: str, make) -> tuple[object, str]:  # noqa: ANN0
 
 
 def main() -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's workers: this interpreter, which has arrowdev
     spark = (SparkSession.builder.master("local[4]").config("spark.ui.enabled", "false")
              .config("spark.python.worker.reuse", "true").getOrCreate())
     try:

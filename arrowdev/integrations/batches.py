@@ -7,6 +7,16 @@
   (:mod:`.duckdb`) and pandas (:mod:`.pandas`) build on it.
 - :class:`AppendUDF`: a UDF over a PyArrow batch, appended to it as a new column: Ray Data (:mod:`.ray`) and
   Spark (:mod:`.spark`) hand a function PyArrow batches; each wraps this one.
+
+The rules both follow (docs/distributed.md, "Ray and Spark"):
+
+- ``columns`` is a list of column names; a single string is one column (``"ab"`` is the column ``ab``, not
+  ``a`` and ``b``).
+- ``out`` is a new column: a batch that already has a column of that name is refused (``ValueError``), never
+  given a second one (a duplicate name breaks Spark's schema and Ray's rows) nor replaced silently.
+- ``result_type``, where the host declares the output's type (Spark's schema), is what the batch gets: the
+  UDF's result is cast to it with PyArrow's safe cast, or refused with an error naming the column and both
+  types.
 """
 
 from __future__ import annotations
@@ -15,6 +25,8 @@ import importlib
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+import pyarrow as pa
 
 from ..column import ArrowColumn, column
 from ..core.types import DataType
@@ -26,7 +38,7 @@ from ..udf.run import prepared_host
 from ..udf.run.callables import as_udf
 from ..udf.spec import UDF, function_key
 
-__all__ = ["AppendUDF", "HostUDF", "check_device", "engine"]
+__all__ = ["AppendUDF", "HostUDF", "cast_result", "check_device", "check_new_column", "column_names", "engine"]
 
 
 def engine(module: str, extra: str) -> Any:
@@ -62,8 +74,6 @@ class HostUDF:
             raise TypeError(f"expected a function for the UDF, got {type(f).__name__}")
         self.f, self.host, self.noun, self.device = f, host, noun, check_device(device)
         if isinstance(out_type, str):  # "float32", "int64", ...: PyArrow's aliases
-            import pyarrow as pa
-
             out_type = pa.type_for_alias(out_type)
         self.options = {"null_aware": null_aware, "out_type": out_type, "string_type": string_type}
         self.arity = _arity(f)
@@ -72,7 +82,6 @@ class HostUDF:
         self._types: dict[Any, DataType] = {}  # PyArrow input types seen -> DataType
         self._as_udf: dict[int, Callable[..., Any]] = {}  # arity -> f as a Python function (udf/run/callables.py)
         self._last: tuple | None = None  # (layout probe, (prepared call, output PyArrow type)) of the last batch
-        self._pa: Any = None
 
     def pyarrow_call(self, arrays: Sequence[Any]) -> Any:
         """``f`` over PyArrow arrays (one chunk each, in CPU memory) straight from their buffers, as a
@@ -113,15 +122,12 @@ class HostUDF:
         if type(validity) is int:  # an input's bitmap, shared
             bitmap = buffers[validity][0].slice(offsets[validity] // 8)
         else:
-            bitmap = None if validity is None else self._pa.py_buffer(validity)
-        return self._pa.Array.from_buffers(out_type, n, [bitmap, self._pa.py_buffer(values)], null_count, pad)
+            bitmap = None if validity is None else pa.py_buffer(validity)
+        return pa.Array.from_buffers(out_type, n, [bitmap, pa.py_buffer(values)], null_count, pad)
 
     def _learn(self, arrow_types: list[Any]) -> None:
         """Keeps the DataTypes of the input types :meth:`pyarrow_call` sees (not string_view's: PyArrow lists a
         view array's buffers otherwise than the C ABI does)."""
-        import pyarrow as pa
-
-        self._pa = pa
         for arrow_type in arrow_types:
             if arrow_type not in self._types and arrow_type != pa.string_view():
                 self._types[arrow_type] = DataType.from_arrow(arrow_type)
@@ -169,8 +175,6 @@ class HostUDF:
     def result_type(self, types: Sequence[Any], names: Sequence[str], shown: Sequence[str] | None = None) -> DataType:
         """The type ``f`` returns over inputs of ``types`` (Arrow types), without running it on data: it is
         compiled for empty columns of those types, the kernel the first batch of such columns runs."""
-        import pyarrow as pa
-
         self.check(types, names, shown)
         empty = [column(pa.array([], type=DataType.from_arrow(t).to_pyarrow())) for t in types]
         return self._run(empty, names, shown).type
@@ -201,25 +205,75 @@ def _name(f: Callable[..., Any]) -> str:
     return f"UDF {getattr(f, '__qualname__', None) or type(f).__name__!r}"
 
 
-class AppendUDF:
-    """A function of a ``pyarrow.Table`` (or ``RecordBatch``) batch: the batch with column ``out`` appended,
-    ``f(a, b, ...)``
-    row by row over ``columns`` as :meth:`arrowdev.ArrowTable.apply` computes it (``apply_options``:
-    ``null_aware``, ``out_type``, ``string_type``). ``device="cuda"`` runs it on the task's GPU
-    (give the task ``num_gpus``): the batch's columns are copied there and the result back."""
+def column_names(columns: str | Iterable[str]) -> list[str]:
+    """``columns`` as a list: one string is one column name."""
+    if isinstance(columns, str):
+        return [columns]
+    if isinstance(columns, bytes) or not isinstance(columns, Iterable):
+        raise TypeError(f"expected columns as a column name or a list of column names, got {columns!r}")
+    names = list(columns)
+    bad = [c for c in names if not isinstance(c, str)]
+    if bad:
+        raise TypeError(f"expected column names (str) in columns, got {bad[0]!r} in {names!r}")
+    return names
 
-    def __init__(self, f: Callable[..., Any], columns: Iterable[str], out: str, *, device: str = "cpu",
-                 **apply_options: Any) -> None:
+
+def check_new_column(out: str, existing: Sequence[str], where: str = "the batch") -> None:
+    """Refuse ``out`` if ``where`` (the batch, or a DataFrame) already has a column of that name."""
+    if out in existing:
+        raise ValueError(
+            f"{where} already has a column {out!r} (columns: {list(existing)}); the UDF's result is "
+            f"appended as a new column, and a second {out!r} would break Spark's schema and Ray's rows: "
+            f"pass another out= name, or drop {out!r} first")
+
+
+def cast_result(values: Any, result_type: pa.DataType, out: str) -> Any:
+    """``values`` as ``result_type``: unchanged if they are of that type, else PyArrow's safe cast (no
+    overflow, no truncation); an error naming column ``out`` and both types when it cannot be made."""
+    if values.type == result_type:
+        return values
+    try:
+        return values.cast(result_type, safe=True)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
+        error = TypeError if isinstance(e, pa.ArrowNotImplementedError) else ValueError
+        raise error(
+            f"the UDF's result for column {out!r} is {values.type}, but the column is declared "
+            f"{result_type}, and PyArrow cannot cast it safely ({e}); make the UDF return "
+            f"{result_type} values (arrowdev's apply option out_type: udf_out_type= in "
+            f"arrowdev.spark.with_column), or declare the column's type as {values.type}") from e
+
+
+class AppendUDF:
+    """A function of a ``pyarrow.Table`` (or ``RecordBatch``) batch: the batch with the new column ``out``
+    appended, ``f(a, b, ...)`` row by row over ``columns`` (a name or a list of names) as
+    :meth:`arrowdev.ArrowTable.apply` computes it (``apply_options``: ``null_aware``, ``out_type``,
+    ``string_type``). ``device="cuda"`` runs it on the task's GPU (give the task ``num_gpus``): the batch's
+    columns are copied there and the result back. ``result_type`` (a ``pyarrow.DataType``): the type the
+    host declared for ``out``; the result is cast to it (:func:`cast_result`)."""
+
+    def __init__(self, f: Callable[..., Any], columns: str | Iterable[str], out: str, *, device: str = "cpu",
+                 result_type: pa.DataType | None = None, **apply_options: Any) -> None:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"expected device 'cpu' or 'cuda', got {device!r}")
-        self.f, self.columns, self.out = f, list(columns), out
-        self.device, self.apply_options = device, apply_options
+        if not isinstance(out, str):
+            raise TypeError(f"expected out as the new column's name (str), got {out!r}")
+        if result_type is not None and not isinstance(result_type, pa.DataType):
+            raise TypeError(f"expected result_type as a pyarrow.DataType or None, got {result_type!r}")
+        self.f, self.columns, self.out = f, column_names(columns), out
+        self.device, self.result_type, self.apply_options = device, result_type, apply_options
 
-    def __call__(self, batch: Any) -> Any:
+    def values(self, batch: Any) -> Any:
+        """The UDF's result over ``batch`` (an Arrow table or batch holding ``columns``), as a
+        ``pyarrow.ChunkedArray`` of ``result_type`` where one is declared."""
         args: ArrowTable = table(batch).select(self.columns)
         if self.device == "cuda":
             args = args.to_device()
         values = args.apply(self.f, columns=self.columns, **self.apply_options).to_pyarrow()
+        return values if self.result_type is None else cast_result(values, self.result_type, self.out)
+
+    def __call__(self, batch: Any) -> Any:
+        check_new_column(self.out, batch.schema.names)
+        values = self.values(batch)
         if not hasattr(batch, "num_chunks"):  # a RecordBatch takes one array
             values = values.combine_chunks()
         return batch.append_column(self.out, values)
