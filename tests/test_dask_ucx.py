@@ -49,6 +49,10 @@ def cluster(request):
         client.run(_log_received)
         a, b = sorted(client.scheduler_info()["workers"])
         yield protocol, client, a, b
+        # each worker's GPU context takes a while to go on a busy host: more than the 5 s the cluster's own
+        # close gives a nanny (an error at teardown otherwise), so the nannies are closed first with longer
+        for nanny in list(local.workers.values()):
+            local.sync(nanny.close, timeout=60)
 
 
 # ---- run on the workers ----------------------------------------------------------------------------
