@@ -19,6 +19,7 @@ from distributed.protocol import serialize
 
 import arrowdev as ad
 import arrowdev.dask as add
+from support.clusters import close_workers
 from support.dask_merges import count_merge_copies, merge_copied
 from support.samples import CASES
 
@@ -206,6 +207,7 @@ def cuda_client():
     with dask_cuda.LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0",
                                     device_memory_limit="64MiB") as cluster, Client(cluster) as c:
         yield c
+        close_workers(cluster)
 
 
 def _device_of(t):
@@ -447,5 +449,6 @@ def test_gpu_the_scale_job_on_several_gpus_equals_in_process(tmp_path):
         wait(parts)
         assert len({w for ws in c.who_has(futures_of(parts)).values() for w in ws}) >= 2  # spread over the GPUs
         got = job.finish(dask.compute(*job.job_graph(parts)), None)
+        close_workers(cluster)
     assert close(got, job.run_in_process(files, device="cuda"))  # sums may differ in the last place (chunking)
     assert close(got, pyarrow_stats(files))

@@ -19,6 +19,7 @@ import pytest
 from distributed import Client, LocalCluster, wait
 
 import arrowdev as ad
+from support.clusters import close_workers
 from support.samples import CASES, source_of
 
 # distributed-ucxx's options (its schema, distributed-ucxx.yaml; dask-cuda's enable_tcp_over_ucx and
@@ -49,10 +50,7 @@ def cluster(request):
         client.run(_log_received)
         a, b = sorted(client.scheduler_info()["workers"])
         yield protocol, client, a, b
-        # each worker's GPU context takes a while to go on a busy host: more than the 5 s the cluster's own
-        # close gives a nanny (an error at teardown otherwise), so the nannies are closed first with longer
-        for nanny in list(local.workers.values()):
-            local.sync(nanny.close, timeout=60)
+        close_workers(local)
 
 
 # ---- run on the workers ----------------------------------------------------------------------------
