@@ -15,7 +15,6 @@ import gc
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +69,7 @@ def _child_main(start: int, stop: int, module: str = IMPORTS) -> None:
     import faulthandler
     import importlib
     import resource
+    import time
 
     run_case = importlib.import_module(module).run_case
 
@@ -77,6 +77,13 @@ def _child_main(start: int, stop: int, module: str = IMPORTS) -> None:
 
     # a case that asks for more memory fails with MemoryError instead of taking the machine's
     limit = int(os.environ.get("ARROWDEV_FUZZ_MEMORY", str(4 << 30)))
+    if os.environ.get("ARROWDEV_FUZZ_DEVICE"):
+        # CUDA reserves tens of GB of address space for its context, which under the limit fails as "out of
+        # memory": the context comes first, and the limit is that much above the space it took
+        from arrowdev.gpu import runtime
+
+        runtime.cupy().zeros(1)  # the driver, the device's context and CuPy's pool
+        limit += os.sysconf("SC_PAGE_SIZE") * int(Path("/proc/self/statm").read_text().split()[0])
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
     gc.collect()
@@ -97,9 +104,6 @@ def _child_main(start: int, stop: int, module: str = IMPORTS) -> None:
         print("DONE", seed, nodes, outcome.replace("\n", " "), flush=True)
 
 
-_NO_CONTEXT = "DeviceUnavailableError: no CUDA device is usable here"
-
-
 def run_batch(start: int, count: int, figures: Figures, timeout: float | None = None, module: str = IMPORTS) -> None:
     """Runs seeds [start, start + count) in child processes; a crash or a hang is recorded with its seed
     and the seeds after it run in a new child. Each case has a time limit of its own (``_child_main``); ``timeout``, if
@@ -108,7 +112,6 @@ def run_batch(start: int, count: int, figures: Figures, timeout: float | None = 
     tests, root = Path(__file__).parents[1], Path(__file__).parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tests), os.environ.get("PYTHONPATH", "")])}
     stop = start + count
-    context_retries = 3
     while start < stop:
         code = f"from support import fuzz_run; fuzz_run._child_main({start}, {stop}, {module!r})"
         try:
@@ -120,12 +123,6 @@ def run_batch(start: int, count: int, figures: Figures, timeout: float | None = 
         else:
             if status > 0 and "Timeout (" in done.stderr:  # faulthandler ended a case that ran too long
                 status = "hang"
-            elif status > 0 and _NO_CONTEXT in done.stderr and context_retries:
-                # the child could not make its CUDA context (other processes held the GPU's memory then, as
-                # in a GPU test run of 16 processes): not a case's outcome; the batch goes again, later
-                context_retries -= 1
-                time.sleep(10)
-                continue
             elif status > 0:  # a Python exception escaped the harness: a bug of the fuzzer, not a crash
                 raise RuntimeError(f"the fuzzer failed in its child: {done.stderr[-3000:]}")
         last = None
