@@ -209,6 +209,28 @@ def test_cuda_typing_and_lowering_without_a_gpu(f, inputs, mode):
     assert "def kernel(" in codegen.kernel_source(KernelSpec(inputs, mode, "<f8", "cuda"))
 
 
+@pytest.mark.parametrize("inputs,mode", [((("<f8", False),), "none"), ((("<f8", False), ("<f8", False)), "none")])
+def test_a_cpu_kernel_over_numbers_is_a_vectorized_loop(inputs, mode):
+    """A CPU kernel reads row i of each number column as ``s{k}[i]``, a view from the column's offset, so that
+    LLVM vectorizes the loop with plain vector loads and stores: indexing ``d{k}[o{k} + i]`` needs a negative-index
+    check in every row, and its loop gathered and scattered (7x slower at 10^6 rows; docs/hosts.md)."""
+    import numba
+
+    spec = KernelSpec(inputs, mode, "<f8", "cpu")
+    source = codegen.kernel_source(spec)
+    assert "o0 + i" not in source and "pad + i" not in source, source
+    f = (lambda x: x * 2 + 1 if x > 0.5 else x - 1) if len(inputs) == 1 else (lambda a, b: a * b if a > 0 else b)
+    namespace = {"np": np, "udf": numba.njit(error_model="numpy")(f)}
+    exec(compile(source, "<kernel>", "exec"), namespace)
+    kernel = numba.njit(error_model="numpy")(namespace["kernel"])
+    signature = _kernel_arg_types(spec)
+    kernel.compile(signature)
+    ir = kernel.inspect_llvm(signature)
+    assert re.search(r"<\d+ x double>", ir), "the kernel's loop is not vectorized"
+    # row by row from d{k}[o{k} + i], the loop was vectorized with gathers and scatters (vectors of pointers)
+    assert not re.search(r"<\d+ x (ptr|double\*)>", ir), "the kernel's loop gathers its rows one address at a time"
+
+
 BALLOT_UDFS = [  # bool results written as bits by warp ballots: whole kernels, not just the UDF
     (lambda x: x in [1027, 1000, 59, 980], (("<i8", False),), "ld.global.cs.b64"),
     (lambda x: x > 0.5, (("<f4", True),), "ld.global.cs.b32"),

@@ -99,7 +99,26 @@ def kernel_source(spec: KernelSpec) -> str:
         body += [f"if {guard}:", *_indent(start), f"    out[pad + i] = {call}"]
     else:
         body += [*start, f"out[pad + i] = {call}"]
+    if spec.target == Target.CPU:
+        lines, body = _cpu_rows_from_zero(lines, body, spec)
     return "\n".join(lines + ["        " + b for b in body]) + "\n"
+
+
+def _cpu_rows_from_zero(lines: list[str], body: list[str], spec: KernelSpec) -> tuple[list[str], list[str]]:
+    """A CPU loop that reads numbers as ``s{k}[i]`` from views starting at the inputs' offsets and writes
+    ``res[i]`` (a view of ``out`` from ``pad``): an index of the loop itself is known not to be negative, so
+    numba leaves out the check for negative indices that ``d{k}[o{k} + i]`` needs in every row, and LLVM
+    can vectorize the loop (7x at 10^6 float64 rows, ``x * 2 + 1 if x > 0.5 else x - 1``: docs/hosts.md)."""
+    views = []
+    for k, (dtype, _) in enumerate(spec.inputs):
+        plain = f"x{k} = d{k}[o{k} + i]"
+        if plain in body:
+            body = [f"x{k} = s{k}[i]" if line == plain else line for line in body]
+            views.append(f"    s{k} = d{k}[o{k}:]")
+    if any("out[pad + i]" in line for line in body):
+        body = [line.replace("out[pad + i]", "res[i]") for line in body]
+        views.append("    res = out[pad:]")
+    return [lines[0], *views, *lines[1:]], body
 
 
 # Rows per thread in a ballot kernel: its loads are issued together, so more bytes are in flight per
