@@ -14,7 +14,8 @@ Per host and size: the host's row-by-row UDF (Polars ``map_elements``, DuckDB ``
 ``type="native"``, pandas ``Series.map``; skipped past ``--row-by-row-max`` rows, they take seconds), arrowdev
 (``ad.polars.udf``, ``ad.duckdb.register``, ``ad.pandas.apply``; with ``--gpu`` also ``device="cuda"``), the
 native expression, and for DuckDB an identity Arrow function (``type="arrow"``, returning its input: DuckDB's own
-floor for a vectorized Python function). Times are the best of ``--runs`` after a warm-up call (which compiles);
+floor for a vectorized Python function) and, for the numeric UDFs, the vectorized Arrow function a DuckDB user
+writes by hand (``numpy_arrow``: the NumPy expression over each vector). Times are the best of ``--runs`` after a warm-up call (which compiles);
 DuckDB queries consume the result with ``sum`` (numbers) or ``sum(length(...))`` (strings), Polars and pandas
 materialize the new column. Every arrowdev result is checked against the native expression's first.
 
@@ -70,6 +71,11 @@ def replace(s):
 
 
 NUMERIC = ("piecewise", "two columns", "heavy")
+# the numeric UDFs as NumPy expressions: pandas' native peer, and the vectorized Arrow UDF a DuckDB user writes
+# by hand (a function of whole vectors, the same per-vector Python call as arrowdev's)
+NUMPY: dict[str, Callable[..., Any]] = {
+    "piecewise": lambda x: np.where(x > 0.5, x * 2 + 1, x - 1), "two columns": lambda x, y: np.where(x > 0.5, x * y, y),
+    "heavy": lambda x: np.sqrt(x * x + 1) * np.sin(x) + np.log1p(x)}
 UDFS: dict[str, tuple[Callable[..., Any], list[str]]] = {
     "piecewise": (piecewise, ["x"]), "two columns": (two_columns, ["x", "y"]), "heavy": (heavy, ["x"]),
     "upper!": (upper_bang, ["s"]), "concat": (concat, ["s"]), "replace": (replace, ["s"]),
@@ -159,6 +165,12 @@ def duckdb_cases(table: pa.Table, udf: str, gpu: bool) -> dict[str, Callable[[],
         return lambda: con.sql(sql).fetchall()
     cases = {"row_by_row": query(f"row_by_row({args})"), "arrowdev": query(f"arrowdev({args})"),
              "native": query(_SQL[udf]), "identity": query(f"identity({cols[0]})")}
+    if numeric:
+        expression = NUMPY[udf]  # DuckDB counts the function's parameters: one function per arity
+        numpy_arrow = ((lambda a: pa.array(expression(a.to_numpy()))) if len(cols) == 1 else
+                       (lambda a, b: pa.array(expression(a.to_numpy(), b.to_numpy()))))
+        con.create_function("numpy_arrow", numpy_arrow, types, returns, type="arrow", null_handling="special")
+        cases["numpy_arrow"] = query(f"numpy_arrow({args})")
     if gpu:
         ad.duckdb.register(con, "arrowdev_gpu", f, types, device="cuda")
         cases["arrowdev_gpu"] = query(f"arrowdev_gpu({args})")
@@ -181,9 +193,9 @@ def pandas_cases(table: pa.Table, udf: str, gpu: bool) -> dict[str, Callable[[],
     f, cols = UDFS[udf]
     x, y, s = df["x"], df["y"], df["s"]
     native: Callable[[], Any] = {
-        "piecewise": lambda: pd.Series(np.where(x > 0.5, x * 2 + 1, x - 1), index=df.index),
-        "two columns": lambda: pd.Series(np.where(x > 0.5, x * y, y), index=df.index),
-        "heavy": lambda: np.sqrt(x * x + 1) * np.sin(x) + np.log1p(x),
+        "piecewise": lambda: pd.Series(NUMPY[udf](x), index=df.index),
+        "two columns": lambda: pd.Series(NUMPY[udf](x, y), index=df.index),
+        "heavy": lambda: pd.Series(NUMPY[udf](x), index=df.index),
         "upper!": lambda: s.str.upper() + "!", "concat": lambda: s + "!",
         "replace": lambda: s.str.replace("a", "b", regex=False)}[udf]
     if len(cols) == 1:
@@ -235,7 +247,7 @@ def measure(hosts: list[str], sizes: list[int], runs: int, row_by_row_max: int, 
 
 def _line(r: dict[str, Any]) -> str:
     parts = [f"{r['host']:7} {r['udf']:12} {r['rows']:>9,}"]
-    for method in ("row_by_row", "arrowdev", "arrowdev_gpu", "native", "identity"):
+    for method in ("row_by_row", "arrowdev", "arrowdev_gpu", "native", "identity", "numpy_arrow"):
         if f"{method}_ms" in r:
             parts.append(f"{method} {r[f'{method}_ms']:9.2f}")
     ratios = []
@@ -244,6 +256,8 @@ def _line(r: dict[str, Any]) -> str:
     ratios.append(f"arrowdev/native {r['arrowdev_ms'] / r['native_ms']:5.2f}")
     if "identity_ms" in r:
         ratios.append(f"arrowdev/identity {r['arrowdev_ms'] / r['identity_ms']:5.2f}")
+    if "numpy_arrow_ms" in r:
+        ratios.append(f"arrowdev/numpy_arrow {r['arrowdev_ms'] / r['numpy_arrow_ms']:5.2f}")
     if "arrowdev_gpu_ms" in r:
         ratios.append(f"gpu/native {r['arrowdev_gpu_ms'] / r['native_ms']:5.2f}")
     return "  ".join(parts) + "   " + "  ".join(ratios)
