@@ -160,8 +160,21 @@ def _writer_intrinsics(target: Any) -> dict[str, Any]:
 
         return types.none(w), codegen
 
+    @target.intrinsic
+    def copy_bytes(typingctx, destination, source, count):
+        """Copies ``count`` bytes from address ``source`` to address ``destination`` (``llvm.memcpy``): the CPU
+        gather's copy of a row, where the host's ``memcpy`` beats assembling words (a CPU store of a part of a
+        word costs what a whole one does)."""
+        def codegen(context, builder, sig, args):
+            u8 = ir.IntType(8).as_pointer()
+            to, source_, count_ = (context.cast(builder, value, kind, types.int64) for value, kind in zip(args, sig.args))
+            cgutils.raw_memcpy(builder, builder.inttoptr(to, u8), builder.inttoptr(source_, u8), count_, 1)
+            return context.get_dummy_value()
+
+        return types.none(destination, source, count), codegen
+
     return {"writer_of": writer_of, "writer_at": writer_at, "write_bytes": write_bytes,
-            "write_finish": write_finish}
+            "write_finish": write_finish, "copy_bytes": copy_bytes}
 
 
 def _read_intrinsics(target: Any) -> dict[str, Any]:
