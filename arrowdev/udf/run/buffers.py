@@ -13,7 +13,7 @@ from ...gpu.memory import DeviceBuffer
 from ...core.types import Device
 from .launch import DeviceView, launch
 
-__all__ = ["HostGrowable", "Memory"]
+__all__ = ["HOST_SCRATCH", "HostGrowable", "HostScratch", "Memory"]
 
 _STAND_INS: dict[tuple, Any] = {}
 
@@ -81,6 +81,15 @@ class Memory:
         array = np.empty(max(count, 1), dtype=dtype)
         return array, array.ctypes.data, array
 
+    def scratch(self, count: int, dtype: np.dtype) -> tuple[Any, int, Any]:
+        """As :meth:`new`, for a buffer the call drops before it returns (a string arena, the kernel's pairs and
+        flags): on the CPU it comes from :data:`HOST_SCRATCH`, whose blocks keep their pages between calls; on a
+        GPU from the pool, as :meth:`new`."""
+        if self.gpu:
+            return self.new(count, dtype)
+        array = HOST_SCRATCH.take(max(count, 1), np.dtype(dtype))
+        return array, array.ctypes.data, array
+
     def part(self, array: Any, start: int, count: int) -> Any:
         """Elements [start, start + count) of an array :meth:`new` or :meth:`view` made, as a kernel takes
         them (a view, no copy)."""
@@ -138,6 +147,62 @@ class Memory:
             with self.on_device():
                 return self.cp.unpackbits(self.cp.asarray(bits), bitorder="little")[start:start + count]
         return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
+
+
+class HostScratch:
+    """Host blocks for buffers a UDF call drops before it returns, kept for the next call. A new NumPy buffer of
+    megabytes is fresh pages, which the kernel zeroes on first touch: at 10^6 rows of a CPU string UDF (a 64 MB
+    arena, 16 MB of pairs) that was a fifth of the call's time (docs/udf.md, "Memory"). A block goes back here
+    when the array lent from it, and every view of that array, is gone; free blocks beyond ``keep_bytes`` are
+    freed, and a request that no free block fits frees them all first, so idle blocks never sit beside a new
+    allocation. Blocks under ``min_bytes`` come from NumPy: glibc's malloc serves those from its heap once a
+    free of that size has raised its mapping threshold (up to 32 MiB), and keeping them here would stop that."""
+
+    def __init__(self, keep_bytes: int = 256 << 20, min_bytes: int = 32 << 20) -> None:
+        import threading
+
+        self.keep_bytes, self.min_bytes = keep_bytes, min_bytes
+        self._free: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, count: int, dtype: np.dtype) -> np.ndarray:
+        """``count`` elements of ``dtype`` (contents undefined)."""
+        nbytes = count * dtype.itemsize
+        if nbytes < self.min_bytes:
+            return np.empty(count, dtype)
+        with self._lock:
+            fits = [b for b in self._free if nbytes <= b.nbytes <= 2 * nbytes]
+            if fits:
+                block = min(fits, key=lambda b: b.nbytes)
+                self._free = [b for b in self._free if b is not block]
+            else:
+                self._free = []  # the wrong sizes: freed before the new block is made
+                block = None
+        if block is None:
+            block = np.empty(-(-nbytes // (1 << 20)) << 20, np.uint8)  # whole MiB
+        import weakref
+
+        lent = np.frombuffer(memoryview(block)[:nbytes], dtype, count)  # its views' base is `lent`, not `block`
+        weakref.finalize(lent, self._give_back, block)
+        return lent
+
+    def _give_back(self, block: np.ndarray) -> None:
+        with self._lock:
+            if sum(b.nbytes for b in self._free) + block.nbytes <= self.keep_bytes:
+                self._free.append(block)
+
+    def free_bytes(self) -> int:
+        """Bytes of free blocks held."""
+        with self._lock:
+            return sum(b.nbytes for b in self._free)
+
+    def clear(self) -> None:
+        """Frees the free blocks."""
+        with self._lock:
+            self._free = []
+
+
+HOST_SCRATCH = HostScratch()
 
 
 class HostGrowable:

@@ -40,14 +40,16 @@ class ChunkOutput:
         if spec.out == Kind.BALLOT:
             self.values, self.values_ptr, self.values_keep = mem.new((n + 31) // 32, np.uint32)
         elif plan.string_out is None:
-            self.values, self.values_ptr, self.values_keep = mem.new(pad + n, np.uint8 if plan.out_np is None
-                                                                     else plan.out_np)
+            if plan.out_np is None:  # bytes of bools, packed into bits by assemble_values
+                self.values, self.values_ptr, self.values_keep = mem.scratch(pad + n, np.uint8)
+            else:
+                self.values, self.values_ptr, self.values_keep = mem.new(pad + n, plan.out_np)
         else:  # each batch's (address, size) pairs, made into the output's buffers batch by batch
-            self.values, self.values_ptr, self.values_keep = mem.new(2 * rows, np.int64)
+            self.values, self.values_ptr, self.values_keep = mem.scratch(2 * rows, np.int64)
             self.sink = StringSink(mem, n, plan.string_out, -(-n // rows) if n else 1)
         self.writes_flags = spec.null_mode == NullMode.AWARE or spec.flags
         # per batch one byte a row, packed into the output's bitmap after each batch (valid_rows: -1 on a GPU)
-        self.flags = mem.new(rows, np.uint8)[0] if self.writes_flags else mem.stand_in(np.uint8)
+        self.flags = mem.scratch(rows, np.uint8)[0] if self.writes_flags else mem.stand_in(np.uint8)
         self.bitmap, self.bitmap_keep, self.valid_rows = None, None, 0
         if self.writes_flags:
             self.bitmap, self.bitmap_address, self.bitmap_keep = mem.new((n + 7) // 8, np.uint8)

@@ -67,7 +67,7 @@ class Arena:
 
     def __init__(self, mem: Any, capacity: int) -> None:
         self.mem, self.capacity, self.meminfos, self.last_claimed = mem, capacity, 0, 0
-        _, self.base, self._bytes = mem.new(max(capacity, 1), np.uint8)
+        _, self.base, self._bytes = mem.scratch(max(capacity, 1), np.uint8)
         allocator = ALLOCATOR_DEVICE_MALLOC if device_malloc_for_benchmarks and mem.gpu else ALLOCATOR_ARENA
         state = np.zeros(STATE_WORDS, dtype=np.int64)
         state[[ArenaWord.BASE, ArenaWord.CAPACITY, ArenaWord.CLAIMED, ArenaWord.ALLOCATOR]] = [self.base, capacity, 0,
