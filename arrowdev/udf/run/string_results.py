@@ -198,6 +198,17 @@ def gather(n, pairs, offsets, data_address, limit):
             break
         copy_bytes(data_address + offsets[i], pairs[2 * i], offsets[i + 1] - offsets[i])
 """
+# CPU, string and large_string: the gather and the offsets in one pass, each row's offset written as its bytes
+# are copied (no scan of the sizes before, no temporary array of offsets).
+_GATHER_OFFSETS_CPU = """
+def gather_offsets(n, pairs, offsets, at, total, data_address):
+    end = total
+    for i in range(n):
+        size = pairs[2 * i + 1]
+        copy_bytes(data_address + end, pairs[2 * i], size)
+        end += size
+        offsets[at + i + 1] = end
+"""
 # CUDA: a warp per 32 rows, whose bytes are one contiguous range of the data buffer. Each lane assembles
 # whole aligned 8-byte words of that range (lane k the words k, k + 32, ...) from the rows they overlap (a
 # binary search of the warp's offsets in shared memory), so every store is a full word and a warp's stores
@@ -313,6 +324,13 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit
                                np.int64(limit)])
     else:
         gather(n, pairs, offsets, np.int64(data_address), np.int64(limit))
+
+
+def gather_with_offsets(n: int, pairs: Any, offsets: Any, at: int, total: int, data_address: int) -> None:
+    """CPU: copies the bytes of rows [0, n) of ``pairs`` after the ``total`` bytes at ``data_address`` and writes
+    their ends, ``total`` on, to ``offsets[at + 1 .. at + n]``."""
+    kernel = _fixed_kernel("string gather and offsets", {"cpu": _GATHER_OFFSETS_CPU}, "gather_offsets", False)
+    kernel(n, pairs, offsets, np.int64(at), np.int64(total), np.int64(data_address))
 
 
 def _views(mem: Any, n: int, pairs: Any, offsets: Any, views: Any, buffer: int, base: int) -> None:

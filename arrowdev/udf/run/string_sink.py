@@ -49,6 +49,13 @@ class StringSink:
     def add(self, pairs: Any, start: int, b: int) -> None:
         """Rows [start, start + b), whose pairs are the first ``2 * b`` of ``pairs`` (their strings still alive)."""
         mem, xp = self.mem, self.mem.cp if self.mem.gpu else np
+        if not mem.gpu and not self.views:  # one pass: each row's bytes copied and its offset written
+            nbytes = int(np.asarray(pairs)[1:2 * b:2].sum())
+            data = self._room(nbytes)
+            results.gather_with_offsets(b, pairs, self.out, start, self.total, data)
+            self.total += nbytes
+            self.used[-1] = self.total
+            return
         with mem.on_device():
             kept = _as_array(mem, pairs)[:2 * b]
             sizes = kept[1::2] if not self.views else kept[1::2] * (kept[1::2] > 12)  # inline views keep none
