@@ -209,6 +209,28 @@ def gather_offsets(n, pairs, offsets, at, total, data_address):
         end += size
         offsets[at + i + 1] = end
 """
+# CPU, string_view: each row's view written (as _VIEWS_BODY below lays it out) and, past 12 bytes, its bytes
+# copied to the data buffer's end, in one pass.
+_GATHER_VIEWS_CPU = """
+def gather_views(n, pairs, views, at, buffer, total, data_address):
+    end = total
+    for i in range(n):
+        size = pairs[2 * i + 1]
+        source = make_view(pairs[2 * i], size)
+        low = load_bytes(source, 0, min(size, 8)) if size > 0 else 0
+        j = 4 * (at + i)
+        views[j] = size
+        views[j + 1] = ((low & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+        if size <= 12:
+            high = load_bytes(source, 8, size - 8) if size > 8 else 0
+            views[j + 2] = (((low >> 32) & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+            views[j + 3] = ((high & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+        else:
+            copy_bytes(data_address + end, pairs[2 * i], size)
+            views[j + 2] = buffer
+            views[j + 3] = end
+            end += size
+"""
 # CUDA: a warp per 32 rows, whose bytes are one contiguous range of the data buffer. Each lane assembles
 # whole aligned 8-byte words of that range (lane k the words k, k + 32, ...) from the rows they overlap (a
 # binary search of the warp's offsets in shared memory), so every store is a full word and a warp's stores
@@ -331,6 +353,13 @@ def gather_with_offsets(n: int, pairs: Any, offsets: Any, at: int, total: int, d
     their ends, ``total`` on, to ``offsets[at + 1 .. at + n]``."""
     kernel = _fixed_kernel("string gather and offsets", {"cpu": _GATHER_OFFSETS_CPU}, "gather_offsets", False)
     kernel(n, pairs, offsets, np.int64(at), np.int64(total), np.int64(data_address))
+
+
+def gather_views(n: int, pairs: Any, views: Any, at: int, buffer: int, total: int, data_address: int) -> None:
+    """CPU: writes the string_view views of rows [0, n) of ``pairs`` to ``views`` from view ``at`` on, and copies
+    the bytes of those past 12 bytes after the ``total`` bytes of data buffer ``buffer`` (at ``data_address``)."""
+    kernel = _fixed_kernel("string gather of views", {"cpu": _GATHER_VIEWS_CPU}, "gather_views", False)
+    kernel(n, pairs, views, np.int64(at), np.int64(buffer), np.int64(total), np.int64(data_address))
 
 
 def _views(mem: Any, n: int, pairs: Any, offsets: Any, views: Any, buffer: int, base: int) -> None:

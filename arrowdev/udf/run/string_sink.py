@@ -49,10 +49,14 @@ class StringSink:
     def add(self, pairs: Any, start: int, b: int) -> None:
         """Rows [start, start + b), whose pairs are the first ``2 * b`` of ``pairs`` (their strings still alive)."""
         mem, xp = self.mem, self.mem.cp if self.mem.gpu else np
-        if not mem.gpu and not self.views:  # one pass: each row's bytes copied and its offset written
-            nbytes = int(np.asarray(pairs)[1:2 * b:2].sum())
+        if not mem.gpu:  # one pass: each row's bytes copied and its offset (or view) written
+            sizes = np.asarray(pairs)[1:2 * b:2]
+            nbytes = int(sizes[sizes > 12].sum() if self.views else sizes.sum())  # inline views keep none
             data = self._room(nbytes)
-            results.gather_with_offsets(b, pairs, self.out, start, self.total, data)
+            if self.views:
+                results.gather_views(b, pairs, self.out, start, len(self.buffers) - 1, self.total, data)
+            else:
+                results.gather_with_offsets(b, pairs, self.out, start, self.total, data)
             self.total += nbytes
             self.used[-1] = self.total
             return
