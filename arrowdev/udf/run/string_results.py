@@ -188,16 +188,9 @@ def _as_array(mem: Any, kernel_array: Any) -> Any:
     return mem.cp.asarray(kernel_array) if mem.gpu else kernel_array
 
 
-# Both copy the bytes the offsets give each row (a row of string_view output kept inline gets none).
-# CPU: a loop of rows, each row's bytes copied by the host's memcpy (``copy_bytes``): word-assembling writers,
-# which a GPU needs (below), cost a CPU three times as much (12 against 4 ns a row of 8 bytes).
-_GATHER_CPU = """
-def gather(n, pairs, offsets, data_address, limit):
-    for i in range(n):
-        if offsets[i + 1] > limit:  # past the buffer's room: the caller sees it and runs the rows again
-            break
-        copy_bytes(data_address + offsets[i], pairs[2 * i], offsets[i + 1] - offsets[i])
-"""
+# The CPU and the GPU copy each row's bytes into the Arrow buffers their own way. The CPU in one pass of rows
+# (below): each row's bytes by the host's memcpy (``copy_bytes``; the word-assembling writers a GPU needs cost a
+# CPU three times as much, 12 against 4 ns a row of 8 bytes), its offset or view written as it goes.
 # CPU, string and large_string: the gather and the offsets in one pass, each row's offset written as its bytes
 # are copied (no scan of the sizes before, no temporary array of offsets).
 _GATHER_OFFSETS_CPU = """
@@ -283,7 +276,7 @@ def gather(n, pairs, offsets, data_address, limit):
             write_finish(write_bytes(w, value >> (8 * shift), count))
             word += 256
 """
-_GATHER_SOURCE = {"cpu": _GATHER_CPU, "cuda": _GATHER_CUDA}
+_GATHER_SOURCE = {"cuda": _GATHER_CUDA}
 
 # string_view views from the kernel's pairs, after the gather put strings of more than 12 bytes at `base` +
 # their offset in data buffer `buffer`: a view is the size, then the bytes themselves (12 at most) or their
@@ -303,7 +296,6 @@ _VIEWS_BODY = """
             views[4 * i + 3] = base + offsets[i]
 """
 _VIEWS_SOURCE = {
-    "cpu": "def make_views(n, pairs, offsets, views, buffer, base):\n    for i in range(n):" + _VIEWS_BODY,
     "cuda": "def make_views(n, pairs, offsets, views, buffer, base):\n    i = cuda.grid(1)\n    if i < n:" + _VIEWS_BODY,
 }
 
@@ -338,14 +330,11 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
 
 
 def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit: int = 2**62) -> None:
-    """Copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time; rows
-    that would end past ``limit`` bytes are not copied."""
-    gather = _fixed_kernel("string gather", _GATHER_SOURCE, "gather", mem.gpu)
-    if mem.gpu:
-        mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address),
-                               np.int64(limit)])
-    else:
-        gather(n, pairs, offsets, np.int64(data_address), np.int64(limit))
+    """GPU: copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time; rows
+    that would end past ``limit`` bytes are not copied (the CPU: :func:`gather_with_offsets`)."""
+    gather = _fixed_kernel("string gather", _GATHER_SOURCE, "gather", True)
+    mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address),
+                           np.int64(limit)])
 
 
 def gather_with_offsets(n: int, pairs: Any, offsets: Any, at: int, total: int, data_address: int) -> None:
@@ -363,10 +352,7 @@ def gather_views(n: int, pairs: Any, views: Any, at: int, buffer: int, total: in
 
 
 def _views(mem: Any, n: int, pairs: Any, offsets: Any, views: Any, buffer: int, base: int) -> None:
-    """Writes the string_view views of ``n`` rows (see ``_VIEWS_BODY``)."""
-    make_views = _fixed_kernel("string views", _VIEWS_SOURCE, "make_views", mem.gpu)
-    if mem.gpu:
-        offsets = mem.view(offsets.data.ptr, n + 1, np.int64, offsets)
-        mem.launch(make_views, n, [pairs, offsets, views, np.int64(buffer), np.int64(base)])
-    else:
-        make_views(n, pairs, offsets, views, np.int64(buffer), np.int64(base))
+    """GPU: writes the string_view views of ``n`` rows (see ``_VIEWS_BODY``; the CPU: :func:`gather_views`)."""
+    make_views = _fixed_kernel("string views", _VIEWS_SOURCE, "make_views", True)
+    offsets = mem.view(offsets.data.ptr, n + 1, np.int64, offsets)
+    mem.launch(make_views, n, [pairs, offsets, views, np.int64(buffer), np.int64(base)])
