@@ -115,6 +115,10 @@ def _cpu_rows_from_zero(lines: list[str], body: list[str], spec: KernelSpec) -> 
         if plain in body:
             body = [f"x{k} = s{k}[i]" if line == plain else line for line in body]
             views.append(f"    s{k} = d{k}[o{k}:]")
+        elif dtype in (Kind.UTF8_32, Kind.UTF8_64):  # a string's offsets, this row's and the next
+            body = [line.replace(f"d{k}[o{k} + i + 1]", f"s{k}[i + 1]").replace(f"d{k}[o{k} + i]", f"s{k}[i]")
+                    if line.startswith(f"x{k} = ") else line for line in body]
+            views.append(f"    s{k} = d{k}[o{k}:]")
     if any("out[pad + i]" in line for line in body):
         body = [line.replace("out[pad + i]", "res[i]") for line in body]
         views.append("    res = out[pad:]")
