@@ -105,10 +105,11 @@ def kernel_source(spec: KernelSpec) -> str:
 
 
 def _cpu_rows_from_zero(lines: list[str], body: list[str], spec: KernelSpec) -> tuple[list[str], list[str]]:
-    """A CPU loop that reads numbers as ``s{k}[i]`` from views starting at the inputs' offsets and writes
-    ``res[i]`` (a view of ``out`` from ``pad``): an index of the loop itself is known not to be negative, so
-    numba leaves out the check for negative indices that ``d{k}[o{k} + i]`` needs in every row, and LLVM
-    can vectorize the loop (7x at 10^6 float64 rows, ``x * 2 + 1 if x > 0.5 else x - 1``: docs/hosts.md)."""
+    """A CPU loop that reads numbers (and strings' offsets) as ``s{k}[i]`` from views starting at the inputs'
+    offsets and writes ``res[i]`` (a view of ``out`` from ``pad``): an index of the loop itself is known not to
+    be negative, so numba leaves out the check for negative indices that ``d{k}[o{k} + i]`` needs in every row,
+    and LLVM can vectorize the loop (7x at 10^6 float64 rows, ``x * 2 + 1 if x > 0.5 else x - 1``; 3-10% for
+    string UDFs: docs/hosts.md)."""
     views = []
     for k, (dtype, _) in enumerate(spec.inputs):
         plain = f"x{k} = d{k}[o{k} + i]"
