@@ -305,11 +305,14 @@ _kernels: dict[tuple[str, str], Any] = {}
 def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> Any:
     """The compiled kernel ``entry`` of ``sources`` for the target (the same for every UDF: compiled once
     per process, kept on disk)."""
+    target = "cuda" if gpu else "cpu"
+    kernel = _kernels.get((name, target))
+    if kernel is not None:  # every call after the first (a string UDF's gather runs once a range)
+        return kernel
     from ..compile import cache
     from ..compile.strings import intrinsics
     from .launch import THREADS
 
-    target = "cuda" if gpu else "cpu"
     if (name, target) not in _kernels:
         namespace = dict(intrinsics()[target])
         namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
