@@ -97,6 +97,22 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture
+def general_calls(monkeypatch):
+    """How many chunks went through a UDF call's general path (udf/run/execute.run_plan) since the fixture
+    started: tests of prepared calls (CPU and GPU) count the calls that were not prepared."""
+    from arrowdev.udf.run import execute
+
+    calls = []
+    run_plan = execute.run_plan
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return run_plan(*args, **kwargs)
+    monkeypatch.setattr("arrowdev.udf.run.apply.run_plan", counted)
+    return calls
+
+
+@pytest.fixture
 def balanced():
     """Asserts that a test leaves arrowdev's held arrays and exports as it found them."""
     gc.collect()

@@ -8,21 +8,7 @@ import pyarrow as pa
 import pytest
 
 import arrowdev as ad
-from arrowdev.udf.run import execute
 from support.samples import reference
-
-
-@pytest.fixture
-def general_calls(monkeypatch):
-    """How many chunks went through the general path (execute.run_plan) since the fixture started."""
-    calls = []
-    run_plan = execute.run_plan
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return run_plan(*args, **kwargs)
-    monkeypatch.setattr("arrowdev.udf.run.apply.run_plan", counted)
-    return calls
 
 
 CASES = [

@@ -10,21 +10,7 @@ import pytest
 
 import arrowdev as ad
 from arrowdev.udf.compile import kernels as compiled
-from arrowdev.udf.run import execute
 from support.samples import reference
-
-
-@pytest.fixture
-def general_calls(monkeypatch):
-    """How many chunks went through the general path (execute.run_plan) since the fixture started."""
-    calls = []
-    run_plan = execute.run_plan
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return run_plan(*args, **kwargs)
-    monkeypatch.setattr("arrowdev.udf.run.apply.run_plan", counted)
-    return calls
 
 
 def _nulls(values, every=7, type=None):

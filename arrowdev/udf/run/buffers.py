@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ctypes
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -159,8 +161,6 @@ class HostScratch:
     free of that size has raised its mapping threshold (up to 32 MiB), and keeping them here would stop that."""
 
     def __init__(self, keep_bytes: int = 256 << 20, min_bytes: int = 32 << 20) -> None:
-        import threading
-
         self.keep_bytes, self.min_bytes = keep_bytes, min_bytes
         self._free: list[np.ndarray] = []
         self._lock = threading.Lock()
@@ -180,8 +180,6 @@ class HostScratch:
                 block = None
         if block is None:
             block = np.empty(-(-nbytes // (1 << 20)) << 20, np.uint8)  # whole MiB
-        import weakref
-
         lent = np.frombuffer(memoryview(block)[:nbytes], dtype, count)  # its views' base is `lent`, not `block`
         weakref.finalize(lent, self._give_back, block)
         return lent

@@ -202,28 +202,28 @@ def gather_offsets(n, pairs, offsets, at, total, data_address):
         end += size
         offsets[at + i + 1] = end
 """
-# CPU, string_view: each row's view written (as _VIEWS_BODY below lays it out) and, past 12 bytes, its bytes
-# copied to the data buffer's end, in one pass.
+# CPU, string_view: each row's view written (_views_body) and, past 12 bytes, its bytes copied to the data
+# buffer's end, in one pass.
+def _views_body(view: str, long_string: list[str]) -> str:
+    """The statements that write row i's string_view view (int32 words ``views[view]`` to ``views[view + 3]``)
+    from its pair: the size, then the bytes themselves (12 at most) or their first four and, for a longer string,
+    ``long_string`` (its buffer and offset; the words are made signed before they are stored)."""
+    lines = ["size = pairs[2 * i + 1]", "source = make_view(pairs[2 * i], size)",
+             "low = load_bytes(source, 0, min(size, 8)) if size > 0 else 0",
+             f"views[{view}] = size", f"views[{view} + 1] = ((low & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000",
+             "if size <= 12:", "    high = load_bytes(source, 8, size - 8) if size > 8 else 0",
+             f"    views[{view} + 2] = (((low >> 32) & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000",
+             f"    views[{view} + 3] = ((high & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000",
+             "else:", *("    " + statement for statement in long_string)]
+    return "\n" + "".join(f"        {line}\n" for line in lines)
+
+
 _GATHER_VIEWS_CPU = """
 def gather_views(n, pairs, views, at, buffer, total, data_address):
     end = total
     for i in range(n):
-        size = pairs[2 * i + 1]
-        source = make_view(pairs[2 * i], size)
-        low = load_bytes(source, 0, min(size, 8)) if size > 0 else 0
-        j = 4 * (at + i)
-        views[j] = size
-        views[j + 1] = ((low & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
-        if size <= 12:
-            high = load_bytes(source, 8, size - 8) if size > 8 else 0
-            views[j + 2] = (((low >> 32) & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
-            views[j + 3] = ((high & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
-        else:
-            copy_bytes(data_address + end, pairs[2 * i], size)
-            views[j + 2] = buffer
-            views[j + 3] = end
-            end += size
-"""
+        j = 4 * (at + i)""" + _views_body("j", ["copy_bytes(data_address + end, pairs[2 * i], size)",
+                                        "views[j + 2] = buffer", "views[j + 3] = end", "end += size"])
 # CUDA: a warp per 32 rows, whose bytes are one contiguous range of the data buffer. Each lane assembles
 # whole aligned 8-byte words of that range (lane k the words k, k + 32, ...) from the rows they overlap (a
 # binary search of the warp's offsets in shared memory), so every store is a full word and a warp's stores
@@ -278,23 +278,9 @@ def gather(n, pairs, offsets, data_address, limit):
 """
 _GATHER_SOURCE = {"cuda": _GATHER_CUDA}
 
-# string_view views from the kernel's pairs, after the gather put strings of more than 12 bytes at `base` +
-# their offset in data buffer `buffer`: a view is the size, then the bytes themselves (12 at most) or their
-# first four, the buffer and the offset (int32 each; the words are made signed before they are stored).
-_VIEWS_BODY = """
-        size = pairs[2 * i + 1]
-        source = make_view(pairs[2 * i], size)
-        low = load_bytes(source, 0, min(size, 8)) if size > 0 else 0
-        views[4 * i] = size
-        views[4 * i + 1] = ((low & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
-        if size <= 12:
-            high = load_bytes(source, 8, size - 8) if size > 8 else 0
-            views[4 * i + 2] = (((low >> 32) & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
-            views[4 * i + 3] = ((high & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
-        else:
-            views[4 * i + 2] = buffer
-            views[4 * i + 3] = base + offsets[i]
-"""
+# GPU: string_view views from the kernel's pairs, after the gather put strings of more than 12 bytes at `base` +
+# their offset in data buffer `buffer`.
+_VIEWS_BODY = _views_body("4 * i", ["views[4 * i + 2] = buffer", "views[4 * i + 3] = base + offsets[i]"])
 _VIEWS_SOURCE = {
     "cuda": "def make_views(n, pairs, offsets, views, buffer, base):\n    i = cuda.grid(1)\n    if i < n:" + _VIEWS_BODY,
 }
