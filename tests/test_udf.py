@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pyarrow as pa
@@ -367,3 +370,32 @@ def _check_property(device, values, start, chunk):
     assert col.apply(f).to_pylist() == reference(f, arr.to_pylist())
     g = lambda x: -1 if x is ad.NA else x  # noqa: E731
     assert col.apply(g, null_aware=True).to_pylist() == reference(g, arr.to_pylist(), null_aware=True)
+
+
+@pytest.mark.gpu
+def test_gpu_threads_launching_the_same_new_kernel_at_once_all_get_right_values():
+    """numba-cuda loads a kernel's module into the context at its first launch, unguarded: two threads that
+    launched one new kernel at once both loaded it, and one failed with "key already in dictionary:
+    <CUlibrary ...>" (seen with Polars calling a GPU UDF). Each round a new kernel, 8 threads released at once."""
+    code = textwrap.dedent("""
+        import threading, pyarrow as pa, arrowdev as ad
+        col = ad.column(pa.array([1.0, None, 3.0] * 1000)).to_device()
+        for round in range(6):
+            f = eval(f"lambda x: x * {round + 2} + 1")  # a new function: a new kernel
+            barrier, results, errors = threading.Barrier(8), {}, []
+            def work(k):
+                barrier.wait()
+                try:
+                    results[k] = col.apply(f).to_pylist()
+                except Exception as e:
+                    errors.append(repr(e))
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            assert not errors, errors
+            want = [1.0 * (round + 2) + 1, None, 3.0 * (round + 2) + 1] * 1000
+            assert all(r == want for r in results.values()) and len(results) == 8
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -23,6 +23,11 @@ from ..compile import nrt
 THREADS = 256
 NUMBA_MIN_GRID = 128  # numba-cuda's launch warns below this many blocks (NumbaPerformanceWarning)
 _lock = threading.Lock()
+# numba-cuda loads a kernel's module into a context at its first launch there, unguarded: two threads launching
+# the same new kernel at once both loaded the one module ("key already in dictionary: <CUlibrary ...>", seen with
+# Polars calling a GPU UDF). Every first binding in a context happens under this lock.
+_bind_lock = threading.RLock()
+_bound: set[tuple[Any, int]] = set()  # (specialised, device id) bound under _bind_lock
 _specialized: dict[Any, Any] = {}  # kernel -> numba dispatcher specialised to its one signature
 _direct: dict[tuple[Any, int], _DirectEntry] = {}  # (specialised, device id) -> how to launch it directly
 _driver: Any = None  # cuda.bindings.driver, imported with the first direct launch
@@ -67,6 +72,7 @@ def launch(kernel: Any, n: int, args: list[Any], stream_ptr: int, device_id: int
             specialized = _specialize(kernel, n, numba_args)
             with _lock:
                 _specialized[kernel] = specialized
+        _bind_once(specialized, device_id)
         # numba warns of grids under 128 blocks, and catch_warnings is process-wide state that another thread
         # (a Dask worker's) may restore mid-launch: the grid is padded instead (threads past n do nothing)
         specialized[max(blocks, NUMBA_MIN_GRID), THREADS, cuda.external_stream(stream_ptr)](n, *numba_args)
@@ -87,13 +93,26 @@ def _gpus(cuda: Any) -> Any:
     return cuda.gpus
 
 
+def _bind_once(specialized: Any, device_id: int) -> None:
+    """Loads ``specialized``'s module into the current context (device ``device_id``'s) once, under
+    :data:`_bind_lock`."""
+    key = (specialized, device_id)
+    if key in _bound:
+        return
+    with _bind_lock:
+        if key not in _bound:
+            for compiled in specialized.overloads.values():
+                compiled.bind()
+            _bound.add(key)
+
+
 def _specialize(kernel: Any, n: int, args: list[Any]) -> Any:
     """``kernel`` compiled and linked for these argument types; with numba-cuda's runtime (NRT) on for
     kernels that make managed strings, so their MemInfos are counted (NRT is read at compile and link
     time, and is otherwise left as the user set it)."""
     if kernel not in nrt.NRT_KERNELS:
         return _specialize_cached(kernel, [n, *args])
-    with nrt.cuda_nrt():
+    with nrt.cuda_nrt(), _bind_lock:
         specialized = _specialize_cached(kernel, [n, *args])
         for compiled in specialized.overloads.values():
             compiled.bind()
@@ -124,10 +143,13 @@ def _launch_direct(specialized: Any, device_id: int, blocks: int, stream_ptr: in
     if entry is None:
         from numba import cuda
 
-        with _gpus(cuda)[device_id]:
-            entry = _direct_entry(specialized)
-        with _lock:
-            _direct[(specialized, device_id)] = entry
+        with _bind_lock, _gpus(cuda)[device_id]:
+            entry = _direct.get((specialized, device_id))
+            if entry is None:
+                entry = _direct_entry(specialized)
+                _bound.add((specialized, device_id))
+                with _lock:
+                    _direct[(specialized, device_id)] = entry
     if entry.layout is None:
         return False
     flat: list[Any] = []
