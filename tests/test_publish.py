@@ -172,6 +172,35 @@ def test_a_handle_whose_export_ended_is_refused_and_hold_keeps_it_open(fake, bal
         fake_ipc.device_column(fake, VALUES).export_ipc(hold=-1)
 
 
+_REFUSED = """
+import arrowdev as ad
+from arrowdev.cuda import lease_client
+try:
+    ad.import_ipc(open(sys.argv[1], "rb").read())
+    print("imported", flush=True)
+except ad.InvalidArrowError as e:
+    print(type(e).__name__, "has ended" in str(e), len(fake.opened), fake.closed, lease_client.stats()["leases_held"],
+          flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_another_process_maps_while_its_lease_is_asked_for_and_unmaps_when_refused(fake, child, tmp_path, balanced):
+    """import_ipc maps the allocations while the exporter answers the lease request (a round trip less); a
+    refused lease (the export ended) raises the lease's error, and the mapping made meanwhile is closed."""
+    col = fake_ipc.device_column(fake, VALUES)
+    (tmp_path / "h").write_bytes(col.export_ipc())
+    del col  # no importer came: the export ends
+    importer = child(_REFUSED, str(tmp_path / "h"))
+    assert ask(importer) == "InvalidArrowError True 0 2 0"  # refused; both mappings (bitmap, values) closed; no lease
+    finish(importer)
+    col = fake_ipc.device_column(fake, VALUES)
+    (tmp_path / "h").write_bytes(col.export_ipc())
+    holder = child(_HOLDER, str(tmp_path / "h"))
+    assert ask(holder) == "4 cuda" and ad.cuda.lease_stats()["leases_granted"] == 1
+    finish(holder)
+
+
 @pytest.mark.parametrize("change, message", [
     ({"kind": "frame"}, "kind 'table' or 'column'"),
     ({"leases": []}, "no lease to take"),

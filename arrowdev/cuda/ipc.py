@@ -7,10 +7,10 @@ per node of every chunk its length, null count, offset and, per buffer, (handle,
 allocation). Buffers are usually sub-allocations of a pool block: the handle is for the block (found with
 ``cuMemGetAddressRange``) and the offset locates the buffer in it, as NBEP 7 describes.
 
-``ad.import_ipc(data)`` in another process on the same node first takes a lease on each export the handle
-names (:mod:`arrowdev.cuda.lease_client`; a lease refused, or an exporter gone, raises
-``InvalidArrowError`` before any memory is touched), then finds the GPU by its UUID (processes may number
-GPUs differently), maps each allocation once per process (``cudaIpcOpenMemHandle``; CUDA lets a process
+``ad.import_ipc(data)`` in another process on the same node finds the GPU by its UUID (processes may number
+GPUs differently) and takes a lease on each export the handle names (:mod:`arrowdev.cuda.lease_client`; a
+lease refused, or an exporter gone, raises ``InvalidArrowError`` before any memory is read); while the
+exporter answers, it maps each allocation once per process (``cudaIpcOpenMemHandle``; CUDA lets a process
 open a handle only once, so mappings are shared by every import that uses them) and builds the same
 column or table over the mapped memory, zero-copy. When its last array goes, the importer waits for its
 work on the device (``cudaDeviceSynchronize``: the exporter may reuse the memory as soon as the lease
@@ -33,7 +33,7 @@ import os
 import socket
 import threading
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from .. import _capsules
 from ..core import chunks as _chunked, layout
@@ -273,10 +273,13 @@ class _Imported:
         self.own: list[leases.Export] = []  # this process's exports leased (their buffers are local)
         self.mappings: list[_Mapping] = []
 
-    def take_leases(self) -> None:
-        """A lease on every export the handle names, before any memory is touched; all or none."""
+    def take_leases(self, map_memory: Callable[[], list[int]]) -> list[int]:
+        """A lease on every export the handle names, all or none, and ``map_memory()``'s result (the bases of the
+        allocations). Nothing reads the memory before every lease is held; where one other process is asked,
+        its allocations are mapped (``cudaIpcOpenMemHandle``, which reads nothing) while it answers."""
         server = lease_server.running_server()
         try:
+            remote = []
             for target in self.targets:
                 if target["pid"] == os.getpid() and server is not None and target["address"] == server.address:
                     registry = lease_server.registry()
@@ -285,7 +288,19 @@ class _Imported:
                     if export is not None:
                         self.own.append(export)
                 else:
+                    remote.append(target)
+            if len(remote) != 1:
+                for target in remote:
                     self.leases.append(lease_client.lease(target["address"], target["export"], target["pid"]))
+                return map_memory()
+            finish = lease_client.start_lease(remote[0]["address"], remote[0]["export"], remote[0]["pid"])
+            try:
+                bases = map_memory()
+            except BaseException:
+                self.leases.append(finish())  # a refused lease explains more than a failed mapping
+                raise
+            self.leases.append(finish())
+            return bases
         except BaseException:
             self.release()
             raise
@@ -336,8 +351,7 @@ def import_ipc(data: bytes) -> Any:
         raise InvalidArrowError(f"the IPC handle's GPU (UUID {header['device_uuid']}) is not visible in this "
                                 f"process (see CUDA_VISIBLE_DEVICES)")
     imported = _Imported(device_id, header["leases"])
-    imported.take_leases()
-    bases = [imported.base_of(h["handle"], h["size"]) for h in header["handles"]]
+    bases = imported.take_leases(lambda: [imported.base_of(h["handle"], h["size"]) for h in header["handles"]])
     if imported.mappings:
         _imports.add(imported)
     sizes = [h["size"] for h in header["handles"]]

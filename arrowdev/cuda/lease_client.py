@@ -17,6 +17,8 @@ import os
 import select
 import socket
 import threading
+from typing import Callable
+
 from ..errors import InvalidArrowError
 from . import lease_server
 
@@ -32,24 +34,67 @@ class Connection:
         self._unsent: list[bytes] = []
         self.leases = 0  # leases held or being asked for through this connection; it closes at 0
         self.sock: socket.socket | None = None  # connected by the first lease request
+        self._received = b""  # bytes read past the last line taken
 
     def request(self, line: str) -> str:
         """Sends ``line`` and returns the exporter's answer ("" when the connection closed)."""
-        with self._lock:
+        self.send_request(line)
+        return self.answer()
+
+    def send_request(self, line: str) -> None:
+        """Sends ``line`` and keeps the connection to this thread until :meth:`answer`, which must follow unless
+        this raised. The caller may work meanwhile."""
+        self._lock.acquire()
+        try:
             if self.sock is None:
                 self.sock = _connect(self.address, self.pid)
-            try:
-                self.sock.sendall(line.encode("ascii"))
-                answer = _read_line(self.sock)
-            except OSError as e:
-                raise InvalidArrowError(f"the exporting process (pid {self.pid}) did not answer at {self.address} "
-                                        f"({e}): it has gone, or is stuck; the handle is stale") from None
-        self._flush()
-        return answer
+                try:
+                    _check_greeting(self._next_line(), self.address, self.pid)
+                except BaseException:
+                    self.close()
+                    self.sock, self._received = None, b""
+                    raise
+            self.sock.sendall(line.encode("ascii"))
+        except PermissionError:  # the server is another user's, or refused this process
+            self._lock.release()
+            raise
+        except OSError as e:
+            self._lock.release()
+            raise self._no_answer(e) from None
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def answer(self) -> str:
+        """The exporter's answer to the line :meth:`send_request` sent ("" when the connection closed)."""
+        try:
+            return self._next_line()
+        except OSError as e:
+            raise self._no_answer(e) from None
+        finally:
+            self._lock.release()
+            self._flush()
+
+    def _no_answer(self, e: OSError) -> InvalidArrowError:
+        return InvalidArrowError(f"the exporting process (pid {self.pid}) did not answer at {self.address} ({e}): "
+                                 f"it has gone, or is stuck; the handle is stale")
+
+    def _next_line(self) -> str:
+        while b"\n" not in self._received:
+            chunk = self.sock.recv(lease_server.MAX_LINE * 4)  # type: ignore[union-attr]
+            if not chunk:
+                line, self._received = self._received, b""
+                return line.decode("ascii", "replace").strip()
+            self._received += chunk
+        line, self._received = self._received.split(b"\n", 1)
+        return line.decode("ascii", "replace").strip()
 
     def lease(self, export_id: str) -> int:
         """A lease id on ``export_id``; InvalidArrowError when the exporter refuses or has gone."""
-        answer = self.request(f"LEASE {export_id}\n")
+        return self.lease_answer(self.request(f"LEASE {export_id}\n"))
+
+    def lease_answer(self, answer: str) -> int:
+        """The lease id in the exporter's ``answer`` to ``LEASE``; InvalidArrowError when it refused or has gone."""
         if not answer:
             raise InvalidArrowError(f"the exporting process (pid {self.pid}) has gone: its lease connection "
                                     f"closed; the handle is stale")
@@ -104,7 +149,6 @@ def _connect(address: str, pid: int) -> socket.socket:
         if server_uid != lease_server.this_uid():
             raise PermissionError(f"the lease server at {address} runs as uid {server_uid}, not as this process's "
                                   f"uid {lease_server.this_uid()}: arrowdev takes leases only from its own user")
-        greeting = _read_line(sock)
     except (FileNotFoundError, ConnectionRefusedError) as e:
         sock.close()
         raise InvalidArrowError(f"the exporting process (pid {pid}) has gone: nothing answers at its lease socket "
@@ -115,23 +159,15 @@ def _connect(address: str, pid: int) -> socket.socket:
     except OSError as e:
         sock.close()
         raise InvalidArrowError(f"cannot reach the exporting process (pid {pid}) at {address}: {e}") from None
-    if greeting.startswith("REFUSED"):
-        sock.close()
-        raise PermissionError(f"the exporting process (pid {pid}) refused this process: {greeting[8:]}")
-    if not greeting.startswith(lease_server.GREETING.decode()):
-        sock.close()
-        raise InvalidArrowError(f"{address} is not an arrowdev lease server (it said {greeting[:60]!r})")
     return sock
 
 
-def _read_line(sock: socket.socket) -> str:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = sock.recv(lease_server.MAX_LINE * 4)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode("ascii", "replace").strip()
+def _check_greeting(greeting: str, address: str, pid: int) -> None:
+    """The server's first line: its greeting, or why it refused this process (it then closes the connection)."""
+    if greeting.startswith("REFUSED"):
+        raise PermissionError(f"the exporting process (pid {pid}) refused this process: {greeting[8:]}")
+    if not greeting.startswith(lease_server.GREETING.decode()):
+        raise InvalidArrowError(f"{address} is not an arrowdev lease server (it said {greeting[:60]!r})")
 
 
 class Lease:
@@ -163,17 +199,33 @@ _connections: dict[str, Connection] = {}
 
 def lease(address: str, export_id: str, pid: int) -> Lease:
     """A lease on export ``export_id`` of the exporting process ``pid`` whose lease server is at ``address``."""
+    return start_lease(address, export_id, pid)()
+
+
+def start_lease(address: str, export_id: str, pid: int) -> Callable[[], Lease]:
+    """Sends the request for the lease :func:`lease` takes and returns the function that waits for the answer
+    and returns the :class:`Lease` (or raises): the caller works while the exporter answers (import_ipc maps
+    the memory meanwhile). The returned function must be called, and before any other lease is asked for from
+    the same exporter in this thread (the connection is this thread's until then)."""
     with _lock:
         conn = _connections.get(address)
         if conn is None:
             conn = _connections[address] = Connection(address, pid)
         conn.leases += 1  # counted before asking: a release elsewhere must not close it meanwhile
     try:
-        lease_id = conn.lease(export_id)
+        conn.send_request(f"LEASE {export_id}\n")
     except BaseException:
         _let_go(conn, None)
         raise
-    return Lease(conn, lease_id, export_id)
+
+    def finish() -> Lease:
+        try:
+            lease_id = conn.lease_answer(conn.answer())
+        except BaseException:
+            _let_go(conn, None)
+            raise
+        return Lease(conn, lease_id, export_id)
+    return finish
 
 
 def _let_go(conn: Connection, line: bytes | None) -> None:

@@ -26,7 +26,13 @@ _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
 
 # ---- export --------------------------------------------------------------------------------------
 
+_DTYPES: dict[str, np.dtype] = {}  # a fixed-width type's format -> its NumPy dtype (CuPy asks twice a view)
+
+
 def _numpy_dtype(col: ArrowColumn) -> np.dtype:
+    known = _DTYPES.get(col.type.format) if col.type.value_type is None else None
+    if known is not None:
+        return known
     import pyarrow as pa
 
     arrow = col.type.to_pyarrow()
@@ -34,7 +40,13 @@ def _numpy_dtype(col: ArrowColumn) -> np.dtype:
         raise TypeError(f"expected a fixed-width numeric or temporal column, got {col.type}"
                         + (": bool columns are bits; use to_cupy(), which unpacks them (a copy)"
                            if pa.types.is_boolean(arrow) else ""))
-    return np.dtype(arrow.to_pandas_dtype())
+    dtype = np.dtype(arrow.to_pandas_dtype())
+    if dtype.itemsize * 8 != arrow.bit_width:  # date32: pandas' datetime64[ms] is 8 bytes a value, date32's 4
+        raise TypeError(f"expected a type with a NumPy dtype of the same width, got {col.type} ({arrow.bit_width} "
+                        f"bits, NumPy's nearest {dtype} has {dtype.itemsize * 8}): cast it first (date32 to "
+                        f"date64 or int32)")
+    _DTYPES[col.type.format] = dtype
+    return dtype
 
 
 def _one_chunk(col: ArrowColumn) -> Any:
