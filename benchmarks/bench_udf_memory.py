@@ -5,7 +5,7 @@ process, and the time of each.
 
 The column: ``--rows`` strings ``"ab1" + a number`` (4 to 13 bytes, as docs/strings.md's memory table), in
 one chunk on the GPU. Per UDF (``s.upper()``, ``s + "!"``, ``s.replace("1", "<>")``, the chain
-``s.upper().replace("AB", "<>") + "!"``, ``len(s)``, and a null-aware numeric UDF): arrowdev's peak is
+``s.upper().replace("AB", "<>") + "!"``, ``len(s)``, the seed design's UDF and a null-aware numeric UDF): arrowdev's peak is
 ``ad.cuda.memory_stats()["peak_bytes"]`` during the call minus the bytes in use before it, with CuPy's own
 allocations routed through arrowdev's accounted buffers for the whole run (so CuPy temporaries count too), and
 the GPU's own view (``cudaMemGetInfo``) as a check: ``device peak`` is the most the driver reported in use
@@ -37,13 +37,16 @@ UDFS: dict[str, Callable[..., Any]] = {
     "replace": lambda s: s.replace("1", "<>"),
     "chain": lambda s: s.upper().replace("AB", "<>") + "!",
     "len": lambda s: len(s),
+    "seed": lambda s: (s.upper() if len(s) > 2 else s + s) + "abc",  # the seed design's UDF (bench_string_udf.py)
 }
 
 
 def make_strings(rows: int) -> pa.Array:
-    """``"ab1"`` + a random number below 10^10 (4 to 13 bytes), made by PyArrow's kernels (fast at 10^9)."""
+    """``"ab1"`` + a random number below 10^10 (4 to 13 bytes), made by PyArrow's kernels (fast at 10^9); a
+    ``large_string`` column where the bytes may pass what int32 offsets address (above about 1.6 x 10^8 rows)."""
+    kind = pa.large_string() if rows * 13 > (1 << 31) - 1 else pa.string()
     numbers = pa.array(np.random.default_rng(0).integers(0, 10**10, rows))
-    return pc.binary_join_element_wise("ab1", pc.cast(numbers, pa.string()), "")
+    return pc.binary_join_element_wise(pa.scalar("ab1", kind), pc.cast(numbers, kind), pa.scalar("", kind))
 
 
 def route_cupy_through_arrowdev() -> None:
@@ -83,6 +86,7 @@ CUDF_OPS: dict[str, Callable[[Any], Any]] = {
     "replace": lambda s: s.str.replace("1", "<>"),
     "chain": lambda s: s.str.upper().str.replace("AB", "<>") + "!",
     "len": lambda s: s.str.len(),
+    "seed": lambda s: s.str.upper().where(s.str.len() > 2, s + s) + "abc",
 }
 
 
@@ -119,6 +123,8 @@ PYARROW_OPS: dict[str, Callable[[Any], Any]] = {
     "concat": lambda a: pc.binary_join_element_wise(a, "!", ""),
     "replace": lambda a: pc.replace_substring(a, "1", "<>"),
     "chain": lambda a: pc.binary_join_element_wise(pc.replace_substring(pc.utf8_upper(a), "AB", "<>"), "!", ""),
+    "seed": lambda a: pc.binary_join_element_wise(pc.if_else(pc.greater(pc.utf8_length(a), 2), pc.utf8_upper(a),
+                                                             pc.binary_join_element_wise(a, a, "")), "abc", ""),
 }
 
 
@@ -156,7 +162,7 @@ def main() -> None:
     route_cupy_through_arrowdev()
     col = ad.column(host).to_device()
     samples = np.random.default_rng(3).integers(0, rows - 64, args.check) if args.check else []
-    expected = {i: host.slice(int(i), 64) for i in samples}
+    expected = {i: host.slice(int(i), 64).cast(pa.string()) for i in samples}  # PyArrow's joins take one kind
     del host
     print(f"{rows:.0e} strings, {col.nbytes / 1e9:.2f} GB on the GPU ({ad.cuda.memory_stats()['bytes_in_use'] / 1e9:.2f}"
           " GB in use)")

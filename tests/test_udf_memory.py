@@ -295,3 +295,32 @@ def test_gpu_ranges_that_outgrow_the_first_ranges_estimate_run_again(small_range
     nulls = pa.array([None if i % 7 == 0 else v for i, v in enumerate(values)])
     out = ad.column(nulls).to_device().apply(lambda s: s + s, string_type="large_string")
     assert out.to_pylist() == [None if v is None else v + v for v in nulls.to_pylist()]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_offsets_are_int64_from_the_first_range_when_the_data_will_pass_int32(device, small_ranges, monkeypatch):
+    """Widening int32 offsets once the data passes 2^31 - 1 bytes holds both offset arrays beside the data made so
+    far (at 10^9 rows 12 GB more than the output: over the bound). The first range's rows (or the kernel's last
+    call) predict it: the offsets are widened then, or made int64 from the start. A lowered limit shows it."""
+    from arrowdev.udf.run import string_results as results
+    from arrowdev.udf.run import string_sink
+
+    widened = []
+    real = string_sink.StringSink._widen
+
+    def spy(self):
+        widened.append(self.total)
+        real(self)
+    monkeypatch.setattr(string_sink.StringSink, "_widen", spy)
+    monkeypatch.setattr(results, "STRING_LIMIT", 60_000)
+    col = ad.column(strings(8000, nulls=False))
+    if device == "cuda":
+        col = col.to_device()
+    f = lambda s: s + "!"  # noqa: E731
+    out = col.apply(f)  # about 14 bytes a row: 112,000 bytes, past the lowered limit after about 4,300 rows
+    assert str(out.type) == "large_string"
+    assert out.to_pylist() == [v + "!" for v in strings(8000, nulls=False).to_pylist()]
+    assert len(widened) == 1 and widened[0] < 60_000 / 2  # widened after the first range, not at the limit
+    again = col.apply(f)  # the kernel's last call says so: int64 offsets from the start, no widening
+    assert str(again.type) == "large_string" and len(widened) == 1
+    assert str(col[:100].apply(f).type) == "string"  # a short column of the same kernel stays string

@@ -10,6 +10,7 @@ import numpy as np
 from ... import _capsules
 from ...gpu import memory as device_memory, runtime
 from ...core.types import DataType
+from . import string_results as results
 from .string_sink import StringSink
 from .buffers import Memory
 from .plan import Plan
@@ -46,7 +47,8 @@ class ChunkOutput:
                 self.values, self.values_ptr, self.values_keep = mem.new(pad + n, plan.out_np)
         else:  # each batch's (address, size) pairs, made into the output's buffers batch by batch
             self.values, self.values_ptr, self.values_keep = mem.scratch(2 * rows, np.int64)
-            self.sink = StringSink(mem, n, plan.string_out, -(-n // rows) if n else 1)
+            learned = results.output_per_row((plan.kernel, mem.device))
+            self.sink = StringSink(mem, n, plan.string_out, -(-n // rows) if n else 1, learned and learned[1])
         self.writes_flags = spec.null_mode == NullMode.AWARE or spec.flags
         # per batch one byte a row, packed into the output's bitmap after each batch (valid_rows: -1 on a GPU)
         self.flags = mem.scratch(rows, np.uint8)[0] if self.writes_flags else mem.stand_in(np.uint8)

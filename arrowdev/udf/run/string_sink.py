@@ -25,18 +25,26 @@ _ARENA_MARGIN = 1.125
 _DATA_MARGIN = 1.1
 
 
+def _passes_int32(data_per_row: float | None, n: int) -> bool:
+    """Whether ``n`` rows of ``data_per_row`` bytes are expected to pass what int32 offsets address (with a
+    tenth to spare: longer rows later would widen the offsets at the worst moment)."""
+    return data_per_row is not None and data_per_row * n > 0.9 * results.STRING_LIMIT
+
+
 class StringSink:
     """One chunk's string output, built from the kernel's (address, size) pairs one batch of rows at a time:
     each batch's bytes are gathered to the data's end while its arena is still alive, so the arena can be
     reused by the next batch. ``string`` / ``large_string``: offsets (int32, widened to int64 when the data
-    passes 2^31 - 1 bytes) and one data buffer; ``string_view``: views, with strings of more than 12 bytes
+    passes 2^31 - 1 bytes, or is expected to: the first range's rows or the kernel's last call say so) and one data buffer; ``string_view``: views, with strings of more than 12 bytes
     in data buffers of at most 2 GiB. A chunk of one batch gets exact buffers from the pool; one of several
     a data buffer that grows in place (``Memory.growable``): never the data twice."""
 
-    def __init__(self, mem: Any, n: int, string_type: str, batches: int) -> None:
+    def __init__(self, mem: Any, n: int, string_type: str, batches: int, data_per_row: float | None = None) -> None:
         self.mem, self.n, self.string_type, self.batches = mem, n, string_type, batches
         self.views = string_type == "string_view"
-        self.large = string_type == "large_string"
+        # int64 offsets from the start where the kernel's last call says the data will pass what int32 addresses:
+        # widening later holds both (4 + 8 bytes a row: 12 GB at 10^9 rows) beside the data made so far
+        self.large = string_type == "large_string" or (not self.views and _passes_int32(data_per_row, n))
         if self.views:
             self.out, _, self.out_keep = mem.new(4 * n, np.int32)
         else:
@@ -59,6 +67,7 @@ class StringSink:
                 results.gather_with_offsets(b, pairs, self.out, start, self.total, data)
             self.total += nbytes
             self.used[-1] = self.total
+            self._widen_early(start, b)
             return
         with mem.on_device():
             kept = _as_array(mem, pairs)[:2 * b]
@@ -74,6 +83,13 @@ class StringSink:
             self._offsets(batch, start, b)
         self.total += nbytes
         self.used[-1] = self.total
+        self._widen_early(start, b)
+
+    def _widen_early(self, start: int, b: int) -> None:
+        """After a call's first range of rows: int64 offsets now if its rows say the data will pass what int32
+        offsets address (the widening then costs the int32 offsets and a range's data, not most of the output)."""
+        if start == 0 and b < self.n and not self.large and not self.views and _passes_int32(self.total / b, self.n):
+            self._widen()
 
     def pipeline(self, arena: Arena | None, done: int, rows: int, ranges: int, arena_per_row: float | None = None,
                  data_per_row: float | None = None) -> Pipeline | None:
