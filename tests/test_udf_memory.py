@@ -306,12 +306,12 @@ def test_offsets_are_int64_from_the_first_range_when_the_data_will_pass_int32(de
     from arrowdev.udf.run import string_sink
 
     widened = []
-    real = string_sink.StringSink._widen
+    real = string_sink.StringSink.widen
 
     def spy(self):
         widened.append(self.total)
         real(self)
-    monkeypatch.setattr(string_sink.StringSink, "_widen", spy)
+    monkeypatch.setattr(string_sink.StringSink, "widen", spy)
     monkeypatch.setattr(results, "STRING_LIMIT", 60_000)
     col = ad.column(strings(8000, nulls=False))
     if device == "cuda":

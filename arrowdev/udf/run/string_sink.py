@@ -89,7 +89,7 @@ class StringSink:
         """After a call's first range of rows: int64 offsets now if its rows say the data will pass what int32
         offsets address (the widening then costs the int32 offsets and a range's data, not most of the output)."""
         if start == 0 and b < self.n and not self.large and not self.views and _passes_int32(self.total / b, self.n):
-            self._widen()
+            self.widen()
 
     def pipeline(self, arena: Arena | None, done: int, rows: int, ranges: int, arena_per_row: float | None = None,
                  data_per_row: float | None = None) -> Pipeline | None:
@@ -111,7 +111,7 @@ class StringSink:
             raise MemoryError(f"a batch of a string_view UDF output made {nbytes} bytes of strings, more than one "
                               "2 GiB data buffer holds: return string or large_string (string_type=)")
         if not self.views and not self.large and self.total + nbytes > results.STRING_LIMIT:
-            self._widen()
+            self.widen()
         if not self.buffers or (self.views and self.total + nbytes > results.WINDOW - 1):
             self.total = 0
             self.used.append(0)
@@ -133,7 +133,7 @@ class StringSink:
         with self.mem.cp.cuda.Device(self.mem.device.id):
             return int(self.mem.cp.cuda.runtime.memGetInfo()[1])
 
-    def _widen(self) -> None:
+    def widen(self) -> None:
         """The data passes what int32 offsets address: the offsets so far become int64 (large_string)."""
         wide, _, keep = self.mem.new(self.n + 1, np.int64)
         with self.mem.on_device():
