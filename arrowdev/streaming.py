@@ -5,7 +5,9 @@ ones stream through it in ranges of rows: while range k runs its kernel, range k
 stages pageable memory through pinned buffers meanwhile) and range k - 1's result goes back to pinned host
 memory on a stream of its own, so the host link and the GPU work at once. At most three ranges are on the
 GPU at a time; their size comes from the GPU's free memory (and ``ad.cuda.set_limit``). The result of a
-streamed call is a host column (CPU-readable ``cuda_host`` memory) of one chunk per range.
+streamed call is a host column (CPU-readable ``cuda_host`` memory) of one chunk per range, or, where the first
+range says the whole result takes at most a tenth of that room, a GPU column (its chunks stay where they were
+made).
 
 This module sits with the user objects and is made of their operations (slices, copies, ``apply``) on the
 columns it is handed; ``column.py`` and ``table.py`` call it (it imports neither).
@@ -22,6 +24,11 @@ __all__ = ["apply_on_gpu", "gpu_for", "range_rows"]
 
 _IN_FLIGHT = 3  # ranges on the GPU at once: one copied in, one computed, one copied out
 _OUT_PER_IN = 1.25  # a result's bytes per input byte, guessed before the first range says
+# A streamed call's result stays on the GPU where the first range says all of it takes at most this share of the
+# room (the ranges are sized from the rest): a small result (a predicate's bits over 127 GB of input: 1 GB) then
+# costs no pinned host buffer a range, whose allocation (cudaHostAlloc, about 2 GB/s) idled the link for a seventh
+# of the call (benchmarks/probes/streaming_phases.py).
+_KEEP_SHARE = 0.1
 
 
 def range_rows(rows: int, bytes_per_row: float, room: int) -> int:
@@ -75,24 +82,34 @@ def apply_on_gpu(run: Callable[[list[Any]], Any], columns: list[Any],
                  device_id: int) -> Any:
     """``run(columns)`` (a UDF call over equally long columns) on GPU ``device_id`` for host ``columns``:
     whole when they fit (the result stays on the GPU), else streamed in ranges (a host result)."""
+    from .core.types import Device
+    from .cuda import copy_columns
     from .gpu import runtime
 
     rows = len(columns[0])
     per_row = sum(c.nbytes for c in columns) / max(rows, 1)
-    step = range_rows(rows, per_row, _room(device_id))
+    room = _room(device_id)
+    step = range_rows(rows, per_row, room)
     if step >= rows:
         return run([c.to_device(device_id) for c in columns])
+    step = range_rows(rows, per_row, int(room * (1 - _KEEP_SHARE)))  # room kept for results that stay
     cp = runtime.cupy()
     with cp.cuda.Device(device_id):
         copy_in, copy_out = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     starts = range(0, rows, step)
-    arriving = [c[0:step].to_device(device_id, stream=copy_in) for c in columns]
+
+    def copy_in_range(start: int) -> list[Any]:  # the columns in one batch: one staging pipeline for all of them
+        return copy_columns([c[start:start + step] for c in columns], Device("cuda", device_id), copy_in)
+    arriving = copy_in_range(0)
     results: list[Any] = []
+    stay = None
     for start in starts:
         here = arriving
         computed = run(here)  # queued (a kernel waits on the copy's event); strings wait for their sizes
         if start + step < rows:  # the next range's copy overlaps this range's kernel
-            arriving = [c[start + step:start + 2 * step].to_device(device_id, stream=copy_in) for c in columns]
-        results.append(computed.to_host(stream=copy_out))  # after the kernel's event, on its own stream
+            arriving = copy_in_range(start + step)
+        if stay is None:  # the first range says how large the whole result will be
+            stay = computed.nbytes / max(len(computed), 1) * rows <= _KEEP_SHARE * room
+        results.append(computed if stay else computed.to_host(stream=copy_out))  # back on a stream of its own
         del here, computed
     return type(results[0])(results[0].type, [held for result in results for held in chunks.chunks(result)])

@@ -261,6 +261,25 @@ def test_gpu_running_short_is_a_memory_error_that_leaks_nothing():
 
 
 @pytest.mark.gpu
+def test_gpu_a_small_result_of_a_streamed_call_stays_on_the_gpu():
+    """A predicate over host data larger than the limit: its bits (a sixty-fourth of the input) are expected, from
+    the first range, to fit a tenth of the room, so the ranges' results stay where they were made (no pinned
+    host buffer a range); a result as large as the input comes back to the host (the test above)."""
+    n = 4 * 10**7
+    host = ad.table({"a": pa.array(np.arange(n, dtype=np.float64)), "b": pa.array(np.full(n, 2.5e7))})
+    f = lambda a, b: a > b  # noqa: E731
+    host.slice(0, 1000).apply(f, device="cuda")
+    ad.cuda.set_limit(ad.cuda.memory_stats()["bytes_in_use"] + (320 << 20))
+    try:
+        out = host.apply(f, device="cuda")
+    finally:
+        ad.cuda.set_limit(None)
+    assert out.device.type == "cuda" and out.num_chunks > 1
+    assert np.array_equal(np.asarray(pa.chunked_array(out.to_host()).to_numpy(zero_copy_only=False)),
+                          np.arange(n) > 2.5e7)
+
+
+@pytest.mark.gpu
 def test_gpu_host_data_larger_than_the_limit_streams_through():
     n = 4 * 10**7  # 320 MB of float64 in, 320 MB out; the limit allows about a quarter of it
     host = ad.column(pa.array(np.arange(n, dtype=np.float64)))
