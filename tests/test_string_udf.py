@@ -16,6 +16,7 @@ import arrowdev as ad
 from arrowdev.udf.compile import probe
 from arrowdev.udf.spec import KernelSpec
 from support.samples import DEVICES, STRING_TYPES, on, reference
+from support.scripts import AT_ONCE
 
 
 # ASCII, Latin, CJK and emoji text, empty strings, inline (<= 12 bytes) and out-of-line views, nulls
@@ -238,19 +239,10 @@ def test_threads_registering_the_string_extension_at_once_all_compile():
     """Four threads of a fresh process make their first string UDF together (a Dask worker's threads do):
     the extension registers once, under the compiler lock, and every thread gets Python's result. On the
     GPU machine, without the lock, a thread's compile failed with numba's "generator already executing"."""
-    code = textwrap.dedent("""
-        import threading, pyarrow as pa, arrowdev as ad
-        barrier, results, errors = threading.Barrier(4), {}, []
-        def work(k):
-            barrier.wait()
-            try:
-                results[k] = ad.column(pa.array(["ab", "ç", None])).apply(lambda s: s.upper() + str(k)).to_pylist()
-            except Exception as e:
-                errors.append(repr(e))
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-        for t in threads: t.start()
-        for t in threads: t.join()
-        assert not errors, errors
+    code = AT_ONCE + textwrap.dedent("""
+        import pyarrow as pa, arrowdev as ad
+        results = at_once(4, lambda k: ad.column(pa.array(["ab", "ç", None])).apply(lambda s: s.upper() + str(k))
+                          .to_pylist())
         assert results == {k: ["AB" + str(k), "Ç" + str(k), None] for k in range(4)}, results
         print("ok")
     """)

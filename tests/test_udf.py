@@ -20,6 +20,7 @@ import arrowdev as ad
 from arrowdev.udf.compile import codegen, kernels, probe
 from arrowdev.udf.spec import KernelSpec
 from support.samples import DEVICES, on, reference
+from support.scripts import AT_ONCE
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
 
@@ -377,22 +378,12 @@ def test_gpu_threads_launching_the_same_new_kernel_at_once_all_get_right_values(
     """numba-cuda loads a kernel's module into the context at its first launch, unguarded: two threads that
     launched one new kernel at once both loaded it, and one failed with "key already in dictionary:
     <CUlibrary ...>" (seen with Polars calling a GPU UDF). Each round a new kernel, 8 threads released at once."""
-    code = textwrap.dedent("""
-        import threading, pyarrow as pa, arrowdev as ad
+    code = AT_ONCE + textwrap.dedent("""
+        import pyarrow as pa, arrowdev as ad
         col = ad.column(pa.array([1.0, None, 3.0] * 1000)).to_device()
         for round in range(6):
             f = eval(f"lambda x: x * {round + 2} + 1")  # a new function: a new kernel
-            barrier, results, errors = threading.Barrier(8), {}, []
-            def work(k):
-                barrier.wait()
-                try:
-                    results[k] = col.apply(f).to_pylist()
-                except Exception as e:
-                    errors.append(repr(e))
-            threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-            for t in threads: t.start()
-            for t in threads: t.join()
-            assert not errors, errors
+            results = at_once(8, lambda k: col.apply(f).to_pylist())
             want = [1.0 * (round + 2) + 1, None, 3.0 * (round + 2) + 1] * 1000
             assert all(r == want for r in results.values()) and len(results) == 8
         print("ok")

@@ -70,3 +70,26 @@ def wait_for(condition, seconds: float = 2.0) -> float:
         assert time.monotonic() - start < seconds, f"not true within {seconds} s"
         time.sleep(0.005)
     return time.monotonic() - start
+
+
+# The start of a script run in a fresh process whose threads must meet: ``at_once(n, call)`` runs ``call(k)`` for k in
+# range(n), each in a thread of its own, all released together; the results by k (any exception fails the script).
+AT_ONCE = """
+import threading
+
+def at_once(n, call):
+    barrier, results, errors = threading.Barrier(n), {}, []
+    def work(k):
+        barrier.wait()
+        try:
+            results[k] = call(k)
+        except Exception as e:
+            errors.append(repr(e))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    return results
+"""
