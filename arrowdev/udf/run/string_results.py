@@ -285,39 +285,6 @@ _VIEWS_SOURCE = {
     "cuda": "def make_views(n, pairs, offsets, views, buffer, base):\n    i = cuda.grid(1)\n    if i < n:" + _VIEWS_BODY,
 }
 
-# GPU: a pipelined range after the scan of its sizes into ``batch[1:]`` (bytes before each row, from the range's
-# start): every offset made absolute by the running total (``totals[k % 2]``; the next range's goes to the other slot,
-# since no thread may overwrite what another still reads), written to the output's offsets from row ``start`` on, and
-# the range's flag: its data passes ``limit``, or its arena overflowed (state: CLAIMED past CAPACITY). One launch where
-# CuPy took seven (each ~50 us of Python a range: docs/strings.md).
-_FINISH_RANGE_CUDA = f"""
-def finish_range(m, batch, totals, k, out, start, flags, limit, state):
-    i = cuda.grid(1)
-    if i < m:
-        total = totals[k % 2]
-        at = total if i == 0 else batch[i] + total
-        batch[i] = at
-        if i > 0:
-            out[start + i] = at
-        if i == m - 1:
-            totals[1 - k % 2] = at
-            flags[k] = 1 if at > limit or state[{int(ArenaWord.CLAIMED)}] > state[{int(ArenaWord.CAPACITY)}] else 0
-"""
-_FINISH_RANGE_SOURCE = {"cuda": _FINISH_RANGE_CUDA}
-
-
-def finish_range(mem: Any, b: int, batch: Any, totals: Any, k: int, out: Any, start: int, flags: Any, limit: int,
-                 state: Any) -> None:
-    """GPU, range ``k`` of rows [start, start + b) of a pipelined string output (``string_sink.Pipeline``): see
-    ``_FINISH_RANGE_CUDA``. ``batch``, ``totals`` (two int64) and ``flags`` (int8 a range) are CuPy arrays, ``out``
-    the output's offsets (int32 or int64: a kernel for each) and ``state`` an arena's (or a stand-in of zeros)."""
-    width = np.dtype(out.dtype)
-    kernel = _fixed_kernel(f"finish range {width.name}", _FINISH_RANGE_SOURCE, "finish_range", True)
-    mem.launch(kernel, b + 1, [mem.view(batch.data.ptr, b + 1, np.int64, batch),
-                               mem.view(totals.data.ptr, 2, np.int64, totals), np.int64(k), out, np.int64(start),
-                               mem.view(flags.data.ptr, len(flags), np.int8, flags), np.int64(limit), state])
-
-
 _kernels: dict[tuple[str, str], Any] = {}
 
 

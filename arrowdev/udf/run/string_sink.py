@@ -190,24 +190,30 @@ class Pipeline:
         if not sink.large:
             self.limit = min(self.limit, results.STRING_LIMIT)
         with mem.on_device():
-            self.totals = cp.full(2, sink.total, dtype=np.int64)  # the running total: range k reads slot k % 2
+            self.total = cp.full((), sink.total, dtype=np.int64)
             self.flags = cp.zeros(ranges, dtype=np.int8)
             self.batch = cp.zeros(rows + 1, dtype=np.int64)
-        self.ranges = ranges
 
     def step(self, k: int, start: int, b: int, launch: Any, pairs: Any) -> None:
-        """Range ``k`` (rows [start, start + b)): launched, its sizes scanned, its offsets made absolute and
-        written and its checks flagged (one kernel: ``string_results.finish_range``), its bytes gathered; nothing
-        read back."""
+        """Range ``k`` (rows [start, start + b)): launched, its checks flagged, its bytes gathered, its offsets
+        written; nothing read back."""
         if self.arena is not None:
             self.arena.reset()
         launch(self.arena)
-        mem = self.mem
+        cp, mem = self.cp, self.mem
         with mem.on_device():
-            self.cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=self.batch[1:b + 1])
-        state = self.arena.state if self.arena is not None else mem.stand_in(np.int64)  # zeros: never late
-        results.finish_range(mem, b, self.batch, self.totals, k, self.sink.out, start, self.flags, self.limit, state)
-        _gather(mem, b, pairs, self.batch[:b + 1], self.base, self.limit)
+            batch = self.batch[:b + 1]
+            cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=batch[1:])
+            batch += self.total
+            batch[0] = self.total
+            late = batch[b] > self.limit
+            if self.arena is not None:
+                late |= self.arena.state[2] > self.arena.capacity  # ArenaWord.CLAIMED
+            self.flags[k] = late
+        _gather(mem, b, pairs, batch, self.base, self.limit)
+        with mem.on_device():
+            _as_array(mem, self.sink.out)[start + 1:start + b + 1] = batch[1:]
+            self.total[...] = batch[b]
 
     def settle(self, starts: list[int]) -> int | None:
         """Reads the flags: None when every range held, else the index of the first that did not (the sink is
@@ -215,8 +221,8 @@ class Pipeline:
         flags = self.flags.get(stream=self.mem.stream)
         bad = np.flatnonzero(flags)
         sink = self.sink
-        if not len(bad):  # the last range, ranges - 1, wrote its total to slot ranges % 2
-            sink.total = sink.used[-1] = int(self.totals[self.ranges % 2].get(stream=self.mem.stream))
+        if not len(bad):
+            sink.total = sink.used[-1] = int(self.total.get(stream=self.mem.stream))
             return None
         k = int(bad[0])
         sink.total = sink.used[-1] = _scalar(self.mem, _as_array(self.mem, sink.out), starts[k])
