@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import sys
 import types
@@ -18,9 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-import arrowdev as ad
-from arrowdev.udf.compile import codegen, kernels, nrt, probe
-from arrowdev.udf.spec import KernelSpec
+# no disk cache: a typing probe loaded from it instead of compiled changes which compile of a string operation
+# comes first, and with it the ABI tag in its environment's symbol (the code is the same either way)
+os.environ["ARROWDEV_CACHE_DIR"] = ""
+import arrowdev as ad  # noqa: E402
+from arrowdev.udf.compile import codegen, kernels, nrt, probe  # noqa: E402
+from arrowdev.udf.spec import KernelSpec  # noqa: E402
 
 F8, I8, I4 = np.dtype("float64").str, np.dtype("int64").str, np.dtype("int32").str
 # (name, UDF, inputs, null mode, output kind, arena): numbers, bits, and the string UDFs of the benchmarks
