@@ -1,6 +1,7 @@
-"""The CPU's own string paths (arrowdev/udf/compile/strings/cpu_operations.py, the uncounted managed strings of
-strings/models.py and managed.py, string_results.LEARN_ROWS) and the prepared calls' recycled buffers
-(udf/run/prepared_host.py): each gives what Python's ``str`` and the general path give, and the costs they remove
+"""The paths that make host UDFs fast on the CPU: the CPU's own string operations
+(arrowdev/udf/compile/strings/cpu_operations.py), its uncounted managed strings (strings/models.py, managed.py),
+string_results.LEARN_ROWS, and the prepared calls' recycled buffers and PyArrow runners (udf/run/prepared_host.py,
+integrations/batches.py): each gives what Python's ``str`` and the general path give, and the costs they remove
 stay removed."""
 
 from __future__ import annotations
@@ -131,3 +132,49 @@ def test_recycled_buffers_are_never_written_while_held():
     reused = {r.buffers()[1].address for r in again}
     assert len(reused) == 3 and reused <= addresses  # freed buffers taken again, none of them twice
     assert all(r.to_pylist() == (batches[0].to_numpy() * 2 + 1).tolist() for r in again)
+
+
+def test_pyarrow_runner_follows_types_nulls_offsets_and_closures():
+    """Batches without nulls go straight to the kernel (``HostUDF._fast``); a batch with nulls, another type, or a
+    closure value that changed goes the general way and gives the right result, and the batches after it too."""
+    from arrowdev.integrations.batches import HostUDF
+
+    scale = 2.0
+
+    def f(x, k):
+        return x * scale + k if x > 0.5 else k
+
+    udf = HostUDF(f, host="test")
+    rng = np.random.default_rng(3)
+    xs = [pa.array(rng.random(2048)) for _ in range(3)]
+    ks = [pa.array(rng.integers(-5, 5, 2048, dtype=np.int32)) for _ in range(3)]
+
+    def check(x, k):
+        got = udf.pyarrow_call([x, k])
+        if got is None:  # the first batch of a layout: the general path prepares it
+            got = pa.array(udf([x, k], ["x", "k"], ["double", "int"]))
+        assert got.to_pylist() == reference(f, x.to_pylist(), k.to_pylist())
+
+    for x, k in zip(xs, ks):
+        check(x, k)
+        check(x, k)
+    assert udf._fast is not None
+    check(xs[0].slice(5, 999), ks[1].slice(17, 999))  # offsets of their own
+    with_nulls = pa.array([None if i % 5 == 0 else v for i, v in enumerate(xs[1].to_pylist())])
+    check(with_nulls, ks[2])
+    check(xs[2], ks[0])
+    scale = -3.0  # the closure's value: part of the UDF's identity
+    check(xs[2], ks[0])
+    check(xs[1], pa.array(ks[1].to_numpy().astype(np.int64)))  # another type: another kernel
+
+
+def test_pyarrow_runner_for_bools():
+    from arrowdev.integrations.batches import HostUDF
+
+    udf = HostUDF(lambda x: x > 0.25, host="test")
+    x = pa.array(np.linspace(0, 1, 2048))
+    pa.array(udf([x], ["x"], ["double"]))
+    for _ in range(3):
+        got = udf.pyarrow_call([x])
+    assert udf._fast is not None and got is not None
+    assert got.type == pa.bool_() and got.to_pylist() == (x.to_numpy() > 0.25).tolist()
