@@ -223,29 +223,45 @@ class HostCall:
         return out, pad, combined, n - int(np.bitwise_count(combined).sum())
 
 
-def pyarrow_runner(call: HostCall, out_type: Any) -> Callable[[Any, int], Any] | None:
+def pyarrow_runner(call: HostCall, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
     """For engines that call a UDF on many small PyArrow batches (DuckDB: 2048 rows a call, where a call's Python
-    costs three to five times what it does outside DuckDB): ``run(arrays, n)``, the PyArrow array of ``call`` over
-    ``n`` rows of ``arrays`` (one chunk each, no nulls, in CPU memory: the caller checks), with nothing done per
-    call but the inputs' views, the kernel and the array. None where ``call``'s layout is not numbers or bools in
-    and out without nulls (those take :meth:`HostCall.compute`)."""
+    costs three to five times what it does outside DuckDB): ``run(arrays, chunked)``, the PyArrow array of ``call``
+    over ``arrays`` (PyArrow arrays, or with ``chunked`` chunked arrays of one chunk) of PyArrow ``types``, in one
+    Python frame: the checks (one chunk, the types, no nulls, one length, CPU memory), the inputs' views, the kernel,
+    the array. None from ``run`` where a check fails (the general path takes the batch), and no ``run`` where
+    ``call``'s layout is not numbers or bools in and out without nulls."""
     if call.mode != NullMode.NONE or any(nullable for _, nullable in call.readers):
         return None
     dtypes = [getattr(reader, "element", None) for reader, _ in call.readers]
-    if any(dtype is None for dtype in dtypes):
+    if any(dtype is None for dtype in dtypes) or len(dtypes) != len(types):
         return None
     import pyarrow as pa
 
     kernel, take, out_dtype, bits = call.kernel, call.recycled.take, call.out_dtype, call.bits
     frombuffer, from_address, from_buffers, py_buffer = np.frombuffer, _ANY.from_address, pa.Array.from_buffers, \
         pa.py_buffer
+    inputs = list(zip(types, dtypes))
 
-    def run(arrays: Any, n: int) -> Any:
-        out = take(n, out_dtype)
-        args = [n, 0, out, _STAND_IN, 0]
-        for array, dtype in zip(arrays, dtypes):
-            end = array.offset + n
-            args += (frombuffer(from_address(array.buffers()[1].address), dtype, end), _STAND_IN, array.offset, 0)
+    def run(arrays: Any, chunked: bool) -> Any:
+        if len(arrays) != len(inputs):
+            return None
+        args: list[Any] = [0, 0, None, _STAND_IN, 0]
+        n = -1
+        for array, (arrow_type, dtype) in zip(arrays, inputs):
+            if chunked:
+                if array.num_chunks != 1:
+                    return None
+                array = array.chunk(0)
+            if array.null_count or array.type != arrow_type or len(array) != n and n >= 0:
+                return None
+            n = len(array)
+            data = array.buffers()[1]
+            if not n or not data.is_cpu:
+                return None
+            offset = array.offset
+            args += (frombuffer(from_address(data.address), dtype, offset + n), _STAND_IN, offset, 0)
+        out = args[2] = take(n, out_dtype)
+        args[0] = n
         kernel(*args)
         values = np.packbits(out, bitorder="little") if bits else out  # bools: bytes -> bits
         return from_buffers(out_type, n, [None, py_buffer(values)], 0, 0)
