@@ -135,7 +135,7 @@ def test_recycled_buffers_are_never_written_while_held():
 
 
 def test_pyarrow_runner_follows_types_nulls_offsets_and_closures():
-    """Batches without nulls go straight to the kernel (``HostUDF._fast``); a batch with nulls, another type, or a
+    """Batches without nulls go straight to the kernel (``HostUDF.runner``); a batch with nulls, another type, or a
     closure value that changed goes the general way and gives the right result, and the batches after it too."""
     from arrowdev.integrations.batches import HostUDF
 
@@ -158,7 +158,7 @@ def test_pyarrow_runner_follows_types_nulls_offsets_and_closures():
     for x, k in zip(xs, ks):
         check(x, k)
         check(x, k)
-    assert udf._fast is not None
+    assert udf.runner is not None
     check(xs[0].slice(5, 999), ks[1].slice(17, 999))  # offsets of their own
     with_nulls = pa.array([None if i % 5 == 0 else v for i, v in enumerate(xs[1].to_pylist())])
     check(with_nulls, ks[2])
@@ -176,5 +176,5 @@ def test_pyarrow_runner_for_bools():
     pa.array(udf([x], ["x"], ["double"]))
     for _ in range(3):
         got = udf.pyarrow_call([x])
-    assert udf._fast is not None and got is not None
+    assert udf.runner is not None and got is not None
     assert got.type == pa.bool_() and got.to_pylist() == (x.to_numpy() > 0.25).tolist()

@@ -82,8 +82,9 @@ class HostUDF:
         self._types: dict[Any, DataType] = {}  # PyArrow input types seen -> DataType
         self._as_udf: dict[int, Callable[..., Any]] = {}  # arity -> f as a Python function (udf/run/callables.py)
         self._last: tuple | None = None  # (layout probe, (prepared call, output PyArrow type)) of the last batch
-        # (function key, prepared_host.pyarrow_runner) of the last layout that has a runner
-        self._fast: tuple | None = None
+        # ``run(arrays, chunked)`` (prepared_host.pyarrow_runner) of the last layout without nulls that has one: a
+        # batch of it straight into the kernel, None for any other batch (DuckDB's function calls it first)
+        self.runner: Callable[[Any, bool], Any] | None = None
 
     def pyarrow_call(self, arrays: Sequence[Any]) -> Any:
         """``f`` over PyArrow arrays (one chunk each, in CPU memory) straight from their buffers, as a
@@ -91,7 +92,8 @@ class HostUDF:
         columns around the batch, for engines that call a UDF on many small batches (DuckDB: one per 2048
         rows). None where there is no prepared call for the layout yet (the first batch of a layout goes
         through :meth:`__call__`, which prepares it) or the layout has none (strings out, string_view in)."""
-        fast = self.fast_call(arrays, False)
+        run = self.runner  # read once: engines call from several threads (DuckDB), which replace it
+        fast = run(arrays, False) if run is not None else None
         if fast is not None:
             return fast
         n = len(arrays[0])
@@ -122,9 +124,8 @@ class HostUDF:
                 return None
             out_type = call.arrow_type.to_pyarrow()
             self._last = (probe, (call, out_type))
-            run = prepared_host.pyarrow_runner(call, tuple(a.type for a in arrays), out_type) if not any(nulls) else None
-            if run is not None:  # the next batches of this layout, without nulls: straight to the kernel
-                self._fast = (probe[0], run)
+            if not any(nulls):  # the next batches of this layout without nulls: straight to the kernel
+                self.runner = prepared_host.pyarrow_runner(call, f, tuple(a.type for a in arrays), out_type)
         values, pad, validity, null_count = call.compute(
             [tuple(b.address if b is not None else 0 for b in held) for held in buffers], offsets, nulls, n)
         if type(validity) is int:  # an input's bitmap, shared
@@ -132,17 +133,6 @@ class HostUDF:
         else:
             bitmap = None if validity is None else pa.py_buffer(validity)
         return pa.Array.from_buffers(out_type, n, [bitmap, pa.py_buffer(values)], null_count, pad)
-
-    def fast_call(self, arrays: Sequence[Any], chunked: bool) -> Any:
-        """``f`` over PyArrow arrays (``chunked``: chunked arrays of one chunk, as DuckDB passes them) of the layout
-        of the last batch without nulls that :meth:`pyarrow_call` prepared, straight into the kernel
-        (``prepared_host.pyarrow_runner``); None where the batch is of another layout, has nulls or several
-        chunks, or the UDF's closure values changed."""
-        fast = self._fast  # read once: engines call from several threads (DuckDB), which replace it
-        f = self._as_udf.get(len(arrays))
-        if fast is None or f is None or function_key(f) != fast[0]:  # the closure's values are part of its identity
-            return None
-        return fast[1](arrays, chunked)
 
     def _learn(self, arrow_types: list[Any]) -> None:
         """Keeps the DataTypes of the input types :meth:`pyarrow_call` sees (not string_view's: PyArrow lists a

@@ -64,7 +64,8 @@ def register(con: Any, name: str, f: Callable[..., Any], parameters: Sequence[An
     returns = _duckdb_type(con, return_type) if return_type is not None else _from_arrow(con, result)
 
     def vectorized(*arrays: Any) -> Any:
-        fast = udf.fast_call(arrays, True)  # a vector like the last one: straight to the kernel
+        run = udf.runner  # a vector like the last one, without nulls: straight to the kernel
+        fast = run(arrays, True) if run is not None else None
         if fast is not None:
             return fast
         # one chunk per vector: the array itself is cheaper to read than the chunked array

@@ -27,7 +27,7 @@ from ...core import chunks as _chunked
 from ...core.types import DataType
 from .inputs import Input
 from .plan import Plan, plan_for
-from ..spec import UDF, Kind, NullMode, Target
+from ..spec import UDF, Kind, NullMode, Target, function_key
 
 __all__ = ["HostCall", "bitmaps_flag", "call_prepared", "lookup", "prepare", "pyarrow_runner"]
 
@@ -223,13 +223,14 @@ class HostCall:
         return out, pad, combined, n - int(np.bitwise_count(combined).sum())
 
 
-def pyarrow_runner(call: HostCall, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
+def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
     """For engines that call a UDF on many small PyArrow batches (DuckDB: 2048 rows a call, where a call's Python
     costs three to five times what it does outside DuckDB): ``run(arrays, chunked)``, the PyArrow array of ``call``
     over ``arrays`` (PyArrow arrays, or with ``chunked`` chunked arrays of one chunk) of PyArrow ``types``, in one
-    Python frame: the checks (one chunk, the types, no nulls, one length, CPU memory), the inputs' views, the kernel,
-    the array. None from ``run`` where a check fails (the general path takes the batch), and no ``run`` where
-    ``call``'s layout is not numbers or bools in and out without nulls."""
+    Python frame: the checks (UDF ``f`` is what ``call`` was compiled for, closure values included; one chunk, the
+    types, no nulls, one length, CPU memory), the inputs' views, the kernel, the array. None from ``run`` where a
+    check fails (the general path takes the batch), and no ``run`` where ``call``'s layout is not numbers or bools
+    in and out without nulls.""" 
     if call.mode != NullMode.NONE or any(nullable for _, nullable in call.readers):
         return None
     dtypes = [getattr(reader, "element", None) for reader, _ in call.readers]
@@ -241,9 +242,14 @@ def pyarrow_runner(call: HostCall, types: tuple, out_type: Any) -> Callable[[Any
     frombuffer, from_address, from_buffers, py_buffer = np.frombuffer, _ANY.from_address, pa.Array.from_buffers, \
         pa.py_buffer
     inputs = list(zip(types, dtypes))
+    key = function_key(f)
+    code, defaults, cells = key
+    plain = f.__closure__ is None  # its key is its code and defaults: compared by identity, no key made per call
 
     def run(arrays: Any, chunked: bool) -> Any:
         if len(arrays) != len(inputs):
+            return None
+        if (f.__code__ is not code or f.__defaults__ is not defaults) if plain else function_key(f) != key:
             return None
         args: list[Any] = [0, 0, None, _STAND_IN, 0]
         n = -1
