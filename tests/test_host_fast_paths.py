@@ -178,3 +178,17 @@ def test_pyarrow_runner_for_bools():
         got = udf.pyarrow_call([x])
     assert udf.runner is not None and got is not None
     assert got.type == pa.bool_() and got.to_pylist() == (x.to_numpy() > 0.25).tolist()
+
+
+@pytest.mark.parametrize("f", [lambda s: s.replace("a", "b"), lambda s: s.replace("ab", "X"),
+                               lambda s: s.replace("a", "XYZ"), lambda s: s + "!"], ids=["same", "shorter", "longer",
+                                                                                         "concat"])
+def test_cpu_operations_in_a_full_arena_run_again(f, monkeypatch):
+    """A CPU operation whose block does not fit the arena makes an empty string (never bytes past the arena) and
+    the launch runs again with an arena as large as it asked for: nothing is truncated."""
+    monkeypatch.setattr(string_results, "initial_capacity", lambda key, n, input_bytes: 64)
+    monkeypatch.setattr(string_results, "LEARN_ROWS", 10**9)  # every launch starts from the 64 bytes
+    values = ["banana", "abab" * 9, "été", "", "xyz"] * 40
+    reruns = string_results.managed_string_stats()["reruns"]
+    assert ad.column(pa.array(values)).apply(f).to_pylist() == reference(f, values)
+    assert string_results.managed_string_stats()["reruns"] > reruns

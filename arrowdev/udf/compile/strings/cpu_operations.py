@@ -6,9 +6,11 @@ per byte where a CPU pays for it. They replace helpers of ``operations`` by name
 - ``concat`` (``a + b``): byte by byte.
 - ``_replace``: ``s.replace(old, new[, count])`` with a non-empty ``old`` no longer counts the characters of
   ``s`` first (only an empty ``old`` needs them), and a byte compares with ``old``'s first byte before a
-  match is tried. A row's bytes are read once to count the matches (nothing is made when there are none:
-  the result is ``s`` itself) and once to write the result, byte by byte (``set_byte``): the shared version
-  copies the runs between matches through calls of the word writer's helpers, which a CPU does not inline. At 10^6 rows of ``s.replace("a", "b")`` the
+  match is tried. Where ``new`` is no longer than ``old`` the result is written in one pass into a block of
+  ``len(s)`` bytes, of which it keeps what it wrote (a row without a match gives ``s`` itself); otherwise a
+  first pass counts the matches (nothing is made when there are none) and a second writes the result. Bytes
+  are written one by one (``set_byte``): the shared version copies the runs between matches through calls of
+  the word writer's helpers, which a CPU does not inline. At 10^6 rows of ``s.replace("a", "b")`` the
   kernel took 35 ms before, most of it in the count of characters (docs/strings.md).
 """
 
@@ -27,8 +29,26 @@ def _replace(original, s, old, new, count):
     m = size_of(old)
     if m == 0:
         return _replace_general(original, s, old, new, count)
-    n = size_of(s)
+    n, k = size_of(s), size_of(new)
     first = byte_at(old, 0)
+    if k <= m:  # the result is no longer than s: one pass into a block of n bytes, of which it keeps the first j
+        out = new_string(n)
+        if size_of(out) < n:  # the arena is full: an empty string, and the host runs the launch again
+            return out
+        at, j, done = 0, 0, 0
+        while at < n:
+            if (count < 0 or done < count) and at <= n - m and byte_at(s, at) == first and (
+                    m == 1 or matches_at(s, old, at)):
+                for q in range(k):
+                    set_byte(out, j + q, byte_at(new, q))
+                j += k
+                at += m
+                done += 1
+            else:
+                set_byte(out, j, byte_at(s, at))
+                j += 1
+                at += 1
+        return substring(out, 0, j) if done > 0 else substring(original, 0, n)
     matches, at = 0, 0
     while (count < 0 or matches < count) and at <= n - m:
         if byte_at(s, at) == first and (m == 1 or matches_at(s, old, at)):
@@ -38,7 +58,6 @@ def _replace(original, s, old, new, count):
             at += 1
     if matches == 0:
         return substring(original, 0, n)
-    k = size_of(new)
     out = new_string(n + matches * (k - m))
     at, j, done = 0, 0, 0
     while at < n:  # byte by byte: a CPU stores a byte as fast as a word, and nothing here is a call
