@@ -1,8 +1,9 @@
 """Probe (no GPU needed): the CUDA kernels arrowdev generates, as Python source (``codegen.kernel_source`` for
 Target.CUDA specs) and as PTX (numba-cuda's ``compile_ptx`` for sm_90, which needs no GPU), written one file each
 to a folder with a list of their SHA-256 sums (the PTX normalized: literals' symbols, which hold a salted hash, and
-the function counts in mangled names renamed, the module's global declarations sorted). Run it on two checkouts and compare the sums (or ``diff -r``): a
-change meant for the CPU target only must leave every file byte-identical.
+the function counts in mangled names renamed, the module's global declarations sorted). Run it on two checkouts
+and compare the sums (or ``diff -r``): a change meant for the CPU target only must leave every file
+byte-identical.
 
     python3 benchmarks/probes/cuda_sources.py OUT_DIR [--compare OTHER_DIR]
 """

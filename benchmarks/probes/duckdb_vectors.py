@@ -76,8 +76,9 @@ def one(rows: int, threads: int) -> None:
     vectors = -(-rows // 2048)
     print(f"threads {threads}: " + "  ".join(f"{k} {v:6.1f} ms ({v / results['identity']:4.2f}x)"
                                             for k, v in results.items())
-          + "  -> above the identity per vector: " + "  ".join(
-              f"{k} {(v - results['identity']) / vectors * 1e3:5.1f} us" for k, v in results.items() if k != "identity"),
+          + "  -> above the identity per vector: "
+          + "  ".join(f"{k} {(v - results['identity']) / vectors * 1e3:5.1f} us" for k, v in results.items()
+                      if k != "identity"),
           flush=True)
 
 
