@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import arrowdev as ad
 from arrowdev.udf.compile import kernels
 from arrowdev.udf.run import string_results
-from arrowdev.udf.spec import UDF
+from arrowdev.udf.spec import KernelSpec
 from support.samples import reference
 
 # ASCII rows (bytes compared and copied as they are) beside rows of 2, 3 and 4-byte characters
@@ -62,7 +62,8 @@ def test_cpu_kernels_count_no_string_references():
     values = ["abc", "été", None, "xyz" * 5]
     f = lambda s: (s.upper() + "!").replace("A", "b") + s[1:]  # noqa: E731
     assert ad.column(pa.array(values)).apply(f).to_pylist() == reference(f, values)
-    kernel = next(k for (key, spec), k in kernels._cache.items() if key == UDF.of(f).key and spec.target.value == "cpu")
+    spec = KernelSpec((("utf8_32", True),), "propagate", "utf8_pairs", "cpu", arena=True, flags=True)
+    kernel = kernels.compile_kernel(f, spec)  # the kernel apply runs for these columns
     ir = kernel.inspect_llvm(kernel.signatures[0])
     bodies = {m.group(1): m.group(2) for m in re.finditer(r"define [^\n]*@\"?([^\s(\"]+)\"?\((.*?)\n}\n", ir, re.S)}
     strings = {name: body for name, body in bodies.items() if "strings" in name or "lambda" in name}
