@@ -82,6 +82,9 @@ class HostUDF:
         self._types: dict[Any, DataType] = {}  # PyArrow input types seen -> DataType
         self._as_udf: dict[int, Callable[..., Any]] = {}  # arity -> f as a Python function (udf/run/callables.py)
         self._last: tuple | None = None  # (layout probe, (prepared call, output PyArrow type)) of the last batch
+        # ``run(arrays, chunked)`` (prepared_host.pyarrow_runner) of the last layout without nulls that has one: a
+        # batch of it straight into the kernel, None for any other batch (DuckDB's function calls it first)
+        self.runner: Callable[[Any, bool], Any] | None = None
 
     def pyarrow_call(self, arrays: Sequence[Any]) -> Any:
         """``f`` over PyArrow arrays (one chunk each, in CPU memory) straight from their buffers, as a
@@ -89,6 +92,10 @@ class HostUDF:
         columns around the batch, for engines that call a UDF on many small batches (DuckDB: one per 2048
         rows). None where there is no prepared call for the layout yet (the first batch of a layout goes
         through :meth:`__call__`, which prepares it) or the layout has none (strings out, string_view in)."""
+        run = self.runner  # read once: engines call from several threads (DuckDB), which replace it
+        fast = run(arrays, False) if run is not None else None
+        if fast is not None:
+            return fast
         n = len(arrays[0])
         kinds, buffers, offsets, nulls = [], [], [], []
         for a in arrays:
@@ -117,6 +124,8 @@ class HostUDF:
                 return None
             out_type = call.arrow_type.to_pyarrow()
             self._last = (probe, (call, out_type))
+            if not any(nulls):  # the next batches of this layout without nulls: straight to the kernel
+                self.runner = prepared_host.pyarrow_runner(call, f, tuple(a.type for a in arrays), out_type)
         values, pad, validity, null_count = call.compute(
             [tuple(b.address if b is not None else 0 for b in held) for held in buffers], offsets, nulls, n)
         if type(validity) is int:  # an input's bitmap, shared

@@ -16,6 +16,7 @@ the kernel) and then prepares this one. docs/hosts.md has the measured costs.
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from typing import Any, Callable
 
@@ -26,9 +27,9 @@ from ...core import chunks as _chunked
 from ...core.types import DataType
 from .inputs import Input
 from .plan import Plan, plan_for
-from ..spec import UDF, Kind, NullMode, Target
+from ..spec import UDF, Kind, NullMode, Target, function_key
 
-__all__ = ["HostCall", "bitmaps_flag", "call_prepared", "lookup", "prepare"]
+__all__ = ["HostCall", "bitmaps_flag", "call_prepared", "lookup", "prepare", "pyarrow_runner"]
 
 _CPU = 1  # ArrowDeviceType of CPU memory
 _calls: dict[tuple, HostCall | None] = {}  # None: the layout was looked at and does not qualify
@@ -38,6 +39,40 @@ _lock = threading.Lock()
 _ANY = ctypes.c_char * (1 << 46)
 _U8, _I32, _I64, _U16 = (np.dtype(t) for t in (np.uint8, np.int32, np.int64, np.uint16))
 _STAND_IN = np.zeros(8, dtype=np.uint8)  # passed for a validity or flags array the kernel never reads
+# Buffers of at most this many bytes are taken from the call's recent ones (:class:`_Recycler`)
+RECYCLE_BYTES = 256 << 10
+
+
+class _Recycler:
+    """The output and flag buffers of a prepared call's last few calls, taken again once nothing holds them.
+    A buffer of a DuckDB vector (16 KiB) that is new each call is new pages each call: glibc returns the top
+    of a thread's heap to the system when it is freed, so the next ``np.empty`` faults its pages in again, 4-5
+    us of a call inside DuckDB's threads (the kernel then writes them: 8 us where it takes 1 us on pages
+    already there). A buffer is free when its only references are this list's and the lookup's own (the Arrow
+    array made over it holds one through its buffer, and so does an ArrowColumn's output); so a result still
+    held by anyone is never written. Small buffers only (``RECYCLE_BYTES``): large ones are mapped anew
+    whatever is done, and keeping them would hold memory."""
+
+    __slots__ = ("arrays",)
+    KEEP = 4  # buffers kept per call: DuckDB holds a vector's result only until the next
+
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+
+    def take(self, count: int, dtype: np.dtype) -> np.ndarray:
+        """``count`` elements of ``dtype`` (contents undefined) that nothing else holds."""
+        if count * dtype.itemsize > RECYCLE_BYTES:
+            return np.empty(count, dtype)
+        arrays = self.arrays
+        for array in arrays:
+            # references: the list, this loop's variable, getrefcount's argument; any more is a holder
+            if sys.getrefcount(array) == 3 and array.shape[0] == count and array.dtype == dtype:
+                return array
+        array = np.empty(count, dtype)
+        if len(arrays) >= self.KEEP:
+            del arrays[0]
+        arrays.append(array)
+        return array
 
 
 def _view(address: int, count: int, dtype: np.dtype) -> np.ndarray:
@@ -63,7 +98,7 @@ def _layout(columns: list[Any]) -> tuple[tuple | None, list[Any], list[int]]:
             return None, helds, nulls
         n = held.length
         count = _chunked.chunk_null_count(col, 0)
-        nullable = count > 0 and bool(held.buffers[0])
+        nullable = count > 0 and bool(held.buffers and held.buffers[0])  # a null-type column has no buffers
         helds.append(held)
         nulls.append(count if nullable else 0)
         kinds.append((_chunked.dtype(col), nullable))
@@ -114,7 +149,7 @@ def prepare(f: UDF, columns: list[Any], null_aware: bool, out_type: DataType | N
 class HostCall:
     """What a CPU call over one layout needs beyond the inputs' addresses and lengths."""
 
-    __slots__ = ("kernel", "readers", "arrow_type", "out_dtype", "bits", "mode", "share", "validity")
+    __slots__ = ("kernel", "readers", "arrow_type", "out_dtype", "bits", "mode", "share", "validity", "recycled")
 
     @staticmethod
     def qualifies(plan: Plan, inputs: list[Input], byte_aligned: bool) -> bool:
@@ -135,6 +170,7 @@ class HostCall:
         nullable = sum(x.has_validity for x in inputs)
         self.share = self.mode == NullMode.PROPAGATE and nullable == 1
         self.validity = self.mode == NullMode.AWARE or nullable > 0
+        self.recycled = _Recycler()
 
     def __call__(self, helds: list[Any], nulls: list[int]) -> tuple[DataType, list[Any]]:
         """The output's type and chunk over input chunks ``helds`` (null counts ``nulls``)."""
@@ -161,8 +197,8 @@ class HostCall:
         offset; its validity: None, the index of the input whose bitmap it shares (from that input's
         ``offset // 8``-th byte), or a new bitmap; its null count)."""
         pad = next(o for o, c in zip(offsets, nulls) if c) % 8 if self.share else 0  # bits line up
-        out = np.empty(pad + n, self.out_dtype)
-        flags = np.empty(n, _U8) if self.mode == NullMode.AWARE else _STAND_IN
+        out = self.recycled.take(pad + n, self.out_dtype)
+        flags = self.recycled.take(n, _U8) if self.mode == NullMode.AWARE else _STAND_IN
         args: list[Any] = [n, pad, out, flags, 0]
         for addresses, offset, (reader, nullable) in zip(buffers, offsets, self.readers):
             data, extra = reader(addresses, offset + n)
@@ -187,6 +223,57 @@ class HostCall:
         return out, pad, combined, n - int(np.bitwise_count(combined).sum())
 
 
+def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
+    """For engines that call a UDF on many small PyArrow batches (DuckDB: 2048 rows a call, where a call's Python
+    costs three to five times what it does outside DuckDB): ``run(arrays, chunked)``, the PyArrow array of ``call``
+    over ``arrays`` (PyArrow arrays, or with ``chunked`` chunked arrays of one chunk) of PyArrow ``types``, in one
+    Python frame: the checks (UDF ``f`` is what ``call`` was compiled for, closure values included; one chunk, the
+    types, no nulls, one length, CPU memory), the inputs' views, the kernel, the array. None from ``run`` where a
+    check fails (the general path takes the batch), and no ``run`` where ``call``'s layout is not numbers or bools
+    in and out without nulls.""" 
+    if call.mode != NullMode.NONE or any(nullable for _, nullable in call.readers):
+        return None
+    dtypes = [getattr(reader, "element", None) for reader, _ in call.readers]
+    if any(dtype is None for dtype in dtypes) or len(dtypes) != len(types):
+        return None
+    import pyarrow as pa
+
+    kernel, take, out_dtype, bits = call.kernel, call.recycled.take, call.out_dtype, call.bits
+    frombuffer, from_address, from_buffers, py_buffer = np.frombuffer, _ANY.from_address, pa.Array.from_buffers, \
+        pa.py_buffer
+    inputs = list(zip(types, dtypes))
+    key = function_key(f)
+    code, defaults, cells = key
+    plain = f.__closure__ is None  # its key is its code and defaults: compared by identity, no key made per call
+
+    def run(arrays: Any, chunked: bool) -> Any:
+        if len(arrays) != len(inputs):
+            return None
+        if (f.__code__ is not code or f.__defaults__ is not defaults) if plain else function_key(f) != key:
+            return None
+        args: list[Any] = [0, 0, None, _STAND_IN, 0]
+        n = -1
+        for array, (arrow_type, dtype) in zip(arrays, inputs):
+            if chunked:
+                if array.num_chunks != 1:
+                    return None
+                array = array.chunk(0)
+            if array.null_count or array.type != arrow_type or len(array) != n and n >= 0:
+                return None
+            n = len(array)
+            data = array.buffers()[1]
+            if not n or not data.is_cpu:
+                return None
+            offset = array.offset
+            args += (frombuffer(from_address(data.address), dtype, offset + n), _STAND_IN, offset, 0)
+        out = args[2] = take(n, out_dtype)
+        args[0] = n
+        kernel(*args)
+        values = np.packbits(out, bitorder="little") if bits else out  # bools: bytes -> bits
+        return from_buffers(out_type, n, [None, py_buffer(values)], 0, 0)
+    return run
+
+
 def _reader(kind: Kind, np_dtype: np.dtype | None) -> Callable[[tuple, int], tuple[Any, Any]]:
     """(data, extra) kernel arguments of an input, from its buffers and the end of its rows (offset + n), as
     inputs.Input makes them on the CPU."""
@@ -209,4 +296,6 @@ def _reader(kind: Kind, np_dtype: np.dtype | None) -> Callable[[tuple, int], tup
 
     def numbers(buffers: tuple, end: int) -> tuple[Any, Any]:
         return _view(buffers[1], end, element), 0
+    if np_dtype != np.float16:
+        numbers.element = element  # type: ignore[attr-defined]  # what pyarrow_runner reads plain numbers as
     return numbers

@@ -28,12 +28,16 @@ from typing import Any
 import numpy as np
 
 from ...core.types import DataType
-from ..compile.strings.meminfo_layout import (ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, HEADER, STATE_WORDS,
+from ..compile.strings.meminfo_layout import (ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, HEADER, STATE_WORDS,
                                               ArenaWord, MemInfo)
 
 MAX_RUNS = 6
 WINDOW = 1 << 31  # string_view buffer offsets are int32
 STRING_LIMIT = 2**31 - 1  # most data bytes a `string` (int32 offsets) holds; past it the output is large_string
+# Launches of fewer rows say little about the next (Polars' planning call runs the kernel on two rows of stand-in
+# values, "" for strings, before every query: learning from it made the 10^6-row launch after it outgrow its arena
+# and run twice): only launches of at least this many rows set what a row takes.
+LEARN_ROWS = 1024
 _bytes_per_row: dict[Any, float] = {}
 _output_per_row: dict[Any, tuple[float, float]] = {}
 _stats_lock = threading.Lock()
@@ -93,12 +97,18 @@ class Arena:
         NRT's increfs and decrefs balanced. Raises ``AssertionError`` naming the first that did not."""
         raw = _host_bytes(self.mem, self.base, used)
         at, walked = 0, 0
+        header_bytes = HEADER if self.mem.gpu else CPU_HEADER
         while at < used:
-            header = raw[at:at + HEADER].view(np.int64)
-            refct, size = int(header[MemInfo.REFCT]), int(header[MemInfo.SIZE])
-            if refct != 1:
-                raise AssertionError(f"MemInfo at arena offset {at} has reference count {refct}, expected 1")
-            at += HEADER + ((size + 7) & ~7)
+            header = raw[at:at + header_bytes].view(np.int64)
+            if self.mem.gpu:
+                refct, size = int(header[MemInfo.REFCT]), int(header[MemInfo.SIZE])
+                if refct != 1:
+                    raise AssertionError(f"MemInfo at arena offset {at} has reference count {refct}, expected 1")
+            else:  # CPU blocks hold their size alone: strings are not counted there (strings/managed.py)
+                size = int(header[0])
+            if not 0 <= size <= used - at - header_bytes:
+                raise AssertionError(f"block at arena offset {at} says {size} bytes, past the {used} bytes claimed")
+            at += header_bytes + ((size + 7) & ~7)
             walked += 1
         self.meminfos += walked  # an arena reused by the next batch counts each launch's once
         _count(meminfos_made=walked)
@@ -157,7 +167,7 @@ def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int,
         launch(arena)
         claimed = arena.last_claimed = arena.claimed() if allocates else 0
         if claimed <= arena.capacity:
-            if allocates and n and not device_malloc_for_benchmarks:
+            if allocates and n >= LEARN_ROWS and not device_malloc_for_benchmarks:
                 _bytes_per_row[key] = claimed / n
             if check_meminfos:
                 arena.check_meminfos(claimed)

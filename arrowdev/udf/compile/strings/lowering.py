@@ -386,7 +386,7 @@ def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, 
     from .managed import register_casts
 
     t = string_types()
-    stubs = _operation_stubs()
+    stubs = dict(_operation_stubs())  # a copy: the CPU adds stubs of its own below
     names: dict[str, Any] = {**intrinsics, **stubs, "byte_at": byte_at, "size_of": size_of,
                              "chars_before": chars_before, "code_point_at": code_point_at, "in_ranges": in_ranges,
                              "find_byte": find_byte, "rfind_byte": rfind_byte, "matches_at": matches_at,
@@ -398,7 +398,15 @@ def _register_operations(target: Any, intrinsics: dict[str, Any], byte_at: Any, 
     functions = operations.bind(names)
     results = {"int64": types.int64, "boolean": types.boolean, "float64": types.float64,
                "managed": t.managed_string, "writer": writer_type()}
-    for name, result in operations.HELPERS.items():
+    helpers = dict(operations.HELPERS)
+    if target.name == "cpu":  # a few helpers of the CPU's own (cpu_operations.py); the GPU keeps operations'
+        from .cpu_operations import GENERAL, bind_cpu
+
+        for name in GENERAL:  # the shared version stays callable as name + "_general"
+            general = stubs[name + "_general"] = compiled_only_stub(name + "_general", stubs[name].__code__.co_argcount)
+            functions[general.__name__], helpers[general.__name__] = functions[name], helpers[name]
+        functions.update(bind_cpu({**names, **stubs}))
+    for name, result in helpers.items():
         stub = stubs[name]
 
         target.type_callable(stub)(_fixed_result(stub.__code__.co_argcount, results[result]))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .meminfo_layout import ALLOCATOR_DEVICE_MALLOC, HEADER, ArenaWord, MemInfo
+from .meminfo_layout import ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, HEADER, ArenaWord, MemInfo
 from .numba_types import string_types
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -163,22 +163,29 @@ def _allocation_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
 
     def _from_arena(context, builder, state, nbytes):
         rounded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))
-        total = builder.add(rounded, i64(HEADER))
+        total = builder.add(rounded, i64(HEADER if cuda else CPU_HEADER))
         counter = builder.gep(state, [i64(int(ArenaWord.CLAIMED))])
-        claimed = (_warp_claim(builder, counter, total) if cuda
-                   else builder.atomic_rmw("add", counter, total, "monotonic"))
+        if cuda:
+            claimed = _warp_claim(builder, counter, total)
+        else:  # a CPU kernel runs in one thread (holding the GIL): a plain add, no atomic
+            claimed = builder.load(counter)
+            builder.store(builder.add(claimed, total), counter)
         capacity = builder.load(builder.gep(state, [i64(int(ArenaWord.CAPACITY))]))
         fits = builder.icmp_signed("<=", builder.add(claimed, total), capacity)
         out = cgutils.create_struct_proxy(t.managed_string)(context, builder)
-        with builder.if_else(fits) as (then, otherwise):
+        with builder.if_else(fits, likely=None if cuda else True) as (then, otherwise):
             with then:
                 block = builder.add(builder.load(builder.gep(state, [i64(int(ArenaWord.BASE))])), claimed)
                 header = builder.inttoptr(block, i64.as_pointer())
-                data = builder.add(block, i64(HEADER))
-                fields = {MemInfo.REFCT: i64(2), MemInfo.DTOR: i64(0), MemInfo.DTOR_INFO: i64(0), MemInfo.DATA: data,
-                          MemInfo.SIZE: nbytes}
-                for slot, value in fields.items():  # in slot order, as before
-                    builder.store(value, builder.gep(header, [i64(int(slot))]))
+                if cuda:
+                    data = builder.add(block, i64(HEADER))
+                    fields = {MemInfo.REFCT: i64(2), MemInfo.DTOR: i64(0), MemInfo.DTOR_INFO: i64(0),
+                              MemInfo.DATA: data, MemInfo.SIZE: nbytes}
+                    for slot, value in fields.items():  # in slot order, as before
+                        builder.store(value, builder.gep(header, [i64(int(slot))]))
+                else:  # no counts on the CPU (models.py): the size alone, for the host's walk of the blocks
+                    data = builder.add(block, i64(CPU_HEADER))
+                    builder.store(nbytes, header)
                 out.meminfo = builder.inttoptr(block, out.meminfo.type)
                 out.data = builder.inttoptr(data, out.data.type)
                 out.size = nbytes

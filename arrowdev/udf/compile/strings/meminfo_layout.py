@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ALLOCATOR_ARENA", "ALLOCATOR_DEVICE_MALLOC", "ArenaWord", "HEADER", "MEMINFO_FIELDS", "MemInfo",
+__all__ = ["ALLOCATOR_ARENA", "ALLOCATOR_DEVICE_MALLOC", "ArenaWord", "CPU_HEADER", "HEADER", "MEMINFO_FIELDS",
+           "MemInfo",
            "STATE_WORDS", "WORD"]
 
 WORD = 8  # every MemInfo field and arena word is 8 bytes (size_t, pointers, int64) on 64-bit targets
@@ -32,7 +33,8 @@ class MemInfo(IntEnum):
 
 
 MEMINFO_FIELDS = tuple(field.name.lower() for field in MemInfo)  # as the C headers name them
-HEADER = 6 * WORD  # a block's header: room for the larger (CPU) MemInfo on both targets
+HEADER = 6 * WORD  # a block's header on the GPU: room for the larger (CPU) MemInfo of either NRT
+CPU_HEADER = WORD  # a block's header on the CPU, where strings are not counted (managed.py): the string's size
 
 
 class ArenaWord(IntEnum):

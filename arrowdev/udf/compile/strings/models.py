@@ -14,7 +14,11 @@ def register_models(target: Any) -> None:
     from numba.core import types
 
     t = string_types()
-    target.register_model(t.StringMemInfo)(target.models.MemInfoModel)
+    # CPU: the arena owns every string's bytes until the host is done with the launch, and a CPU kernel runs in
+    # one thread: counting references would only cost two NRT calls (atomics) per string, so the MemInfo slot is
+    # an opaque pointer there (the block's address), which numba's runtime does not count (managed.py)
+    meminfo_model = target.models.MemInfoModel if target.name == "cuda" else target.models.OpaqueModel
+    target.register_model(t.StringMemInfo)(meminfo_model)
     bytes_fields = [("data", types.CPointer(types.uint8)), ("size", types.int64)]
 
     class ViewModel(target.models.StructModel):
