@@ -7,8 +7,9 @@ per byte where a CPU pays for it. They replace helpers of ``operations`` by name
 - ``_replace``: ``s.replace(old, new[, count])`` with a non-empty ``old`` no longer counts the characters of
   ``s`` first (only an empty ``old`` needs them), and a byte compares with ``old``'s first byte before a
   match is tried. Where ``new`` is no longer than ``old`` the result is written in one pass into a block of
-  ``len(s)`` bytes, of which it keeps what it wrote (a row without a match gives ``s`` itself); otherwise a
-  first pass counts the matches (nothing is made when there are none) and a second writes the result. Bytes
+  ``len(s)`` bytes, of which it keeps what it wrote; otherwise a first pass counts the matches (nothing is made
+  when there are none) and a second writes the result. A full arena gives an empty string either way (the
+  host runs the launch again). Bytes
   are written one by one (``set_byte``): the shared version copies the runs between matches through calls of
   the word writer's helpers, which a CPU does not inline. At 10^6 rows of ``s.replace("a", "b")`` the
   kernel took 35 ms before, most of it in the count of characters (docs/strings.md).
@@ -31,37 +32,24 @@ def _replace(original, s, old, new, count):
         return _replace_general(original, s, old, new, count)
     n, k = size_of(s), size_of(new)
     first = byte_at(old, 0)
-    if k <= m:  # the result is no longer than s: one pass into a block of n bytes, of which it keeps the first j
-        out = new_string(n)
-        if size_of(out) < n:  # the arena is full: an empty string, and the host runs the launch again
-            return out
-        at, j, done = 0, 0, 0
-        while at < n:
-            if (count < 0 or done < count) and at <= n - m and byte_at(s, at) == first and (
-                    m == 1 or matches_at(s, old, at)):
-                for q in range(k):
-                    set_byte(out, j + q, byte_at(new, q))
-                j += k
+    limit, size = (count if count >= 0 else n + 1), n  # no longer than s where new is no longer than old
+    if k > m:  # a longer result: its matches counted first (none: s itself)
+        matches, at = 0, 0
+        while matches < limit and at <= n - m:
+            if byte_at(s, at) == first and (m == 1 or matches_at(s, old, at)):
+                matches += 1
                 at += m
-                done += 1
             else:
-                set_byte(out, j, byte_at(s, at))
-                j += 1
                 at += 1
-        return substring(out, 0, j) if done > 0 else substring(original, 0, n)
-    matches, at = 0, 0
-    while (count < 0 or matches < count) and at <= n - m:
-        if byte_at(s, at) == first and (m == 1 or matches_at(s, old, at)):
-            matches += 1
-            at += m
-        else:
-            at += 1
-    if matches == 0:
-        return substring(original, 0, n)
-    out = new_string(n + matches * (k - m))
+        if matches == 0:
+            return substring(original, 0, n)
+        limit, size = matches, n + matches * (k - m)
+    out = new_string(size)
+    if size_of(out) < size:  # the arena is full: an empty string, and the host runs the launch again
+        return out
     at, j, done = 0, 0, 0
     while at < n:  # byte by byte: a CPU stores a byte as fast as a word, and nothing here is a call
-        if done < matches and byte_at(s, at) == first and (m == 1 or matches_at(s, old, at)):
+        if done < limit and at <= n - m and byte_at(s, at) == first and (m == 1 or matches_at(s, old, at)):
             for q in range(k):
                 set_byte(out, j + q, byte_at(new, q))
             j += k
@@ -71,7 +59,7 @@ def _replace(original, s, old, new, count):
             set_byte(out, j, byte_at(s, at))
             j += 1
             at += 1
-    return out
+    return substring(out, 0, j)  # where new is shorter than old, the first j bytes of the block are the result
 
 
 def concat(a, b):
