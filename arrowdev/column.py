@@ -367,7 +367,8 @@ class ArrowColumn(_capsules.ColumnCore):
         """``f(x)`` for every row, compiled by numba for the column's device (a CUDA kernel for GPU
         data, numba's CPU target otherwise); a new column on the same device. ``device="cuda"`` (or a
         GPU index) runs a CPU column's UDF on a GPU: copied there whole when it fits (the result stays on the
-        GPU), else streamed through it in ranges of rows (a host result; see :mod:`arrowdev.streaming`).
+        GPU), else streamed through it in ranges of rows (a host result, or a GPU one where the first range says
+        the whole result takes at most a tenth of the GPU's room; see :mod:`arrowdev.streaming`).
 
         Nulls give nulls; with ``null_aware=True`` ``f`` sees ``ad.NA`` for them and may return
         ``ad.NA``. The output type is what numba infers, unless ``out_type`` (any Arrow type) says.
