@@ -179,6 +179,16 @@ def test_pyarrow_runner_for_bools():
         got = udf.pyarrow_call([x])
     assert udf.runner is not None and got is not None
     assert got.type == pa.bool_() and got.to_pylist() == (x.to_numpy() > 0.25).tolist()
+    pick = HostUDF(lambda b, v: v if b else -v, host="test")  # bools in: bits at any offset
+    flags = pa.array(np.arange(2048) % 3 == 0)
+    pa.array(pick([flags, x], ["b", "v"], ["bool", "double"]))
+    for _ in range(2):  # the first learns the PyArrow types, the second prepares the layout and its runner
+        pick.pyarrow_call([flags, x])
+    assert pick.runner is not None
+    got = pick.runner([flags.slice(3, 1000), x.slice(3, 1000)], False)  # the runner itself, not the general path
+    assert got is not None
+    want = np.where(flags.to_numpy(zero_copy_only=False)[3:1003], x.to_numpy()[3:1003], -x.to_numpy()[3:1003])
+    assert got.to_pylist() == want.tolist()
 
 
 @pytest.mark.parametrize("f", [lambda s: s.replace("a", "b"), lambda s: s.replace("ab", "X"),

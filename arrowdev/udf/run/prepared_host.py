@@ -149,7 +149,8 @@ def prepare(f: UDF, columns: list[Any], null_aware: bool, out_type: DataType | N
 class HostCall:
     """What a CPU call over one layout needs beyond the inputs' addresses and lengths."""
 
-    __slots__ = ("kernel", "readers", "arrow_type", "out_dtype", "bits", "mode", "share", "validity", "recycled")
+    __slots__ = ("kernel", "readers", "arrow_type", "out_dtype", "bits", "mode", "share", "validity", "recycled",
+                 "fixed_width", "aware")
 
     @staticmethod
     def qualifies(plan: Plan, inputs: list[Input], byte_aligned: bool) -> bool:
@@ -167,9 +168,11 @@ class HostCall:
         self.bits = plan.out_np is None
         self.out_dtype = _U8 if self.bits else plan.out_np
         self.readers = [(_reader(x.kind, x.np_dtype), x.has_validity) for x in inputs]
+        self.fixed_width = not any(x.kind in (Kind.UTF8_32, Kind.UTF8_64, Kind.UTF8_VIEW) for x in inputs)
         nullable = sum(x.has_validity for x in inputs)
         self.share = self.mode == NullMode.PROPAGATE and nullable == 1
-        self.validity = self.mode == NullMode.AWARE or nullable > 0
+        self.aware = self.mode == NullMode.AWARE
+        self.validity = self.aware or nullable > 0
         self.recycled = _Recycler()
 
     def __call__(self, helds: list[Any], nulls: list[int]) -> tuple[DataType, list[Any]]:
@@ -198,7 +201,7 @@ class HostCall:
         ``offset // 8``-th byte), or a new bitmap; its null count)."""
         pad = next(o for o, c in zip(offsets, nulls) if c) % 8 if self.share else 0  # bits line up
         out = self.recycled.take(pad + n, self.out_dtype)
-        flags = self.recycled.take(n, _U8) if self.mode == NullMode.AWARE else _STAND_IN
+        flags = self.recycled.take(n, _U8) if self.aware else _STAND_IN
         args: list[Any] = [n, pad, out, flags, 0]
         for addresses, offset, (reader, nullable) in zip(buffers, offsets, self.readers):
             data, extra = reader(addresses, offset + n)
@@ -206,7 +209,7 @@ class HostCall:
         self.kernel(*args)
         if self.bits:  # bytes -> bits
             out = np.packbits(out, bitorder="little")
-        if self.mode == NullMode.AWARE:
+        if self.aware:
             return out, pad, np.packbits(flags, bitorder="little"), n - int(np.count_nonzero(flags))
         if not self.validity:
             return out, pad, None, 0
@@ -228,32 +231,26 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
     costs three to five times what it does outside DuckDB): ``run(arrays, chunked)``, the PyArrow array of ``call``
     over ``arrays`` (PyArrow arrays, or with ``chunked`` chunked arrays of one chunk) of PyArrow ``types``, in one
     Python frame: the checks (UDF ``f`` is what ``call`` was compiled for, closure values included; one chunk, the
-    types, no nulls, one length, CPU memory), the inputs' views, the kernel, the array. None from ``run`` where a
-    check fails (the general path takes the batch), and no ``run`` where ``call``'s layout is not numbers or bools
-    in and out without nulls.""" 
-    if call.mode != NullMode.NONE or any(nullable for _, nullable in call.readers):
-        return None
-    dtypes = [getattr(reader, "element", None) for reader, _ in call.readers]
-    if any(dtype is None for dtype in dtypes) or len(dtypes) != len(types):
+    types, no nulls, one length, CPU memory), then :meth:`HostCall.compute` and the array. None from ``run`` where
+    a check fails (the general path takes the batch), and no ``run`` where ``call``'s inputs are not numbers or
+    bools without nulls or its UDF decides nulls itself."""
+    if call.mode != NullMode.NONE or not call.fixed_width or any(nullable for _, nullable in call.readers):
         return None
     import pyarrow as pa
 
-    kernel, take, out_dtype, bits = call.kernel, call.recycled.take, call.out_dtype, call.bits
-    frombuffer, from_address, from_buffers, py_buffer = np.frombuffer, _ANY.from_address, pa.Array.from_buffers, \
-        pa.py_buffer
-    inputs = list(zip(types, dtypes))
+    compute, from_buffers, py_buffer = call.compute, pa.Array.from_buffers, pa.py_buffer
+    no_nulls = [0] * len(types)
     key = function_key(f)
     code, defaults, cells = key
     plain = f.__closure__ is None  # its key is its code and defaults: compared by identity, no key made per call
 
     def run(arrays: Any, chunked: bool) -> Any:
-        if len(arrays) != len(inputs):
+        if len(arrays) != len(types):
             return None
         if (f.__code__ is not code or f.__defaults__ is not defaults) if plain else function_key(f) != key:
             return None
-        args: list[Any] = [0, 0, None, _STAND_IN, 0]
-        n = -1
-        for array, (arrow_type, dtype) in zip(arrays, inputs):
+        buffers, offsets, n = [], [], -1
+        for array, arrow_type in zip(arrays, types):
             if chunked:
                 if array.num_chunks != 1:
                     return None
@@ -264,12 +261,9 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
             data = array.buffers()[1]
             if not n or not data.is_cpu:
                 return None
-            offset = array.offset
-            args += (frombuffer(from_address(data.address), dtype, offset + n), _STAND_IN, offset, 0)
-        out = args[2] = take(n, out_dtype)
-        args[0] = n
-        kernel(*args)
-        values = np.packbits(out, bitorder="little") if bits else out  # bools: bytes -> bits
+            buffers.append((0, data.address))
+            offsets.append(array.offset)
+        values = compute(buffers, offsets, no_nulls, n)[0]
         return from_buffers(out_type, n, [None, py_buffer(values)], 0, 0)
     return run
 
@@ -296,6 +290,4 @@ def _reader(kind: Kind, np_dtype: np.dtype | None) -> Callable[[tuple, int], tup
 
     def numbers(buffers: tuple, end: int) -> tuple[Any, Any]:
         return _view(buffers[1], end, element), 0
-    if np_dtype != np.float16:
-        numbers.element = element  # type: ignore[attr-defined]  # what pyarrow_runner reads plain numbers as
     return numbers

@@ -309,23 +309,22 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
     from ..compile.strings import intrinsics
     from .launch import THREADS
 
-    if (name, target) not in _kernels:
-        namespace = dict(intrinsics()[target])
-        namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
-        if gpu:
-            from numba import cuda
+    namespace = dict(intrinsics()[target])
+    namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
+    if gpu:
+        from numba import cuda
 
-            namespace.update(cuda=cuda, np=np, WARPS=THREADS // 32)
-            compiler = cuda.jit
-        else:
-            import numba
+        namespace.update(cuda=cuda, np=np, WARPS=THREADS // 32)
+        compiler = cuda.jit
+    else:
+        import numba
 
-            compiler = numba.njit
-        exec(compile(sources[target], f"<arrowdev {name}>", "exec"), namespace)
-        kernel = compiler(namespace[entry])
-        kernel._cache = cache.KernelCache(cache.fixed_key((name, target)), target)
-        _kernels[(name, target)] = kernel
-    return _kernels[(name, target)]
+        compiler = numba.njit
+    exec(compile(sources[target], f"<arrowdev {name}>", "exec"), namespace)
+    kernel = compiler(namespace[entry])
+    kernel._cache = cache.KernelCache(cache.fixed_key((name, target)), target)
+    _kernels[(name, target)] = kernel
+    return kernel
 
 
 def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit: int = 2**62) -> None:
