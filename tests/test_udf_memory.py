@@ -81,6 +81,29 @@ def test_string_outputs_built_over_many_ranges_equal_python(small_ranges, name, 
     pa.array(out).validate(full=True)
 
 
+def test_ranges_after_the_first_are_sized_from_what_its_rows_took(monkeypatch):
+    """A string UDF's first range is short and runs alone: what its rows took sizes the later ranges, whatever
+    the first guess (here 4-8x too little) or the kernel's last call said."""
+    pytest.importorskip("numba")
+    from arrowdev.udf.run.buffers import Memory
+
+    monkeypatch.setattr(execute, "WORKING_SET", 2 << 20)
+    launches: list[int] = []
+    launch = Memory.launch
+    monkeypatch.setattr(Memory, "launch", lambda self, kernel, n, *args: (launches.append(n), launch(self, kernel, n, *args)))
+    source = pa.array(["x" * (100 + i % 50) for i in range(80_000)])
+    f = lambda s: s + s + s  # noqa: E731  a new UDF: nothing learned; about 1 KB of strings a row
+    out = ad.column(source).apply(f)
+    assert out.to_pylist() == [v * 3 for v in source.to_pylist()]
+    first = launches[0]
+    runs = next(i for i, b in enumerate(launches) if b != first)  # its arena may be outgrown, the range run again
+    rest = launches[runs:]
+    assert first == max(1024, len(source) // execute.FIRST_RANGE // 1024 * 1024)
+    assert first + sum(rest) == len(source) and all(b % 1024 == 0 for b in rest[:-1])
+    arena_per_row = 16 + 5 * 124  # s + s, then that + s: two blocks a row (8-byte headers on the CPU)
+    assert 1024 < max(rest) and max(rest) * arena_per_row <= execute.WORKING_SET + 0.25 * out.nbytes
+
+
 def test_null_aware_and_failing_rows_over_many_ranges(small_ranges):
     pytest.importorskip("numba")
     source = strings(5000)
@@ -213,6 +236,22 @@ def test_gpu_string_outputs_over_many_ranges_equal_python(small_ranges, string_t
     for f, expected in UDFS.values():
         out = ad.column(source).to_device().apply(f, string_type=string_type)
         assert out.to_pylist() == expected(source).to_pylist()
+
+
+@pytest.mark.gpu
+def test_gpu_a_rate_learned_on_another_column_maps_little_past_the_output():
+    """The kernel's last call ran over strings 8x longer: the next call's ranges are queued from the first with
+    that rate, and its output's data room grows with the lengths measured as ranges complete, so it maps a few
+    ranges' worth too much, not 8x the output."""
+    f = lambda s: s + "!"  # noqa: E731
+    ad.column(pa.array(["y" * 120] * 300_000)).to_device().apply(f)  # learns about 121 bytes a row
+    source = strings(10**7, nulls=False)  # 4 to 15 bytes a row
+    col = ad.column(source).to_device()
+    out, peak = _peak_of(lambda: col.apply(f))
+    data = out.nbytes - 4 * (len(source) + 1)
+    assert peak - out.nbytes <= data // 4 + (256 << 20), (peak, out.nbytes)
+    for start in np.random.default_rng(4).integers(0, len(source) - 50, 20).tolist():
+        assert out[start:start + 50].to_pylist() == [v + "!" for v in source.slice(start, 50).to_pylist()]
 
 
 @pytest.mark.gpu

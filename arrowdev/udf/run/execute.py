@@ -29,6 +29,9 @@ __all__ = ["WORKING_SET", "batch_rows", "run_plan"]
 WORKING_SET = 192 << 20
 OUTPUT_SHARE = 0.1
 _ALIGN = 1024
+# A string output's first range, which runs alone to measure what the column's rows take: this part of the chunk
+# (whole multiples of _ALIGN rows), or one range where that is less
+FIRST_RANGE = 64
 
 
 def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, Any]:
@@ -41,7 +44,7 @@ def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, An
     rows = batch_rows(plan, inputs, mem, n)
     output = ChunkOutput(mem, plan, n, nullable[0].held.offset % 8 if share else 0, rows)
     output.scratch.append([x.held for x in inputs])
-    _run_ranges(plan, inputs, mem, output, list(range(0, n, rows)) if n else [0])
+    _run_ranges(plan, inputs, mem, output, n)
     output.assemble_values()
     if output.sink is not None:
         results.remember_output((plan.kernel, mem.device), output.sink.nbytes(), sum(output.sink.used), n)
@@ -49,19 +52,18 @@ def run_plan(plan: Plan, inputs: list[Input], mem: Memory) -> tuple[DataType, An
     return output.arrow_type, output.finish()
 
 
-def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, starts: list[int]) -> None:
-    """Launches every range of rows: one by one, each checked before the next (the first always); on a GPU
-    a string output's later ranges queued back to back through a pipeline (string_sink.Pipeline), any range
-    it flags run again one by one with those after it."""
-    n, rows, arena, pipe, k = output.n, output.rows, None, None, 0
-    key = (plan.kernel, mem.device)
-    learned = results.output_per_row(key)
-    if output.sink is not None and learned is not None and (results.bytes_per_row(key) is not None or not plan.spec.arena):
-        # the kernel's last call said what a row takes: every range queued back to back, from the first
-        pipe = output.sink.pipeline(None, 0, rows, len(starts), results.bytes_per_row(key), learned[1])
+def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, n: int) -> None:
+    """Launches every range of rows. A string output's first range is a short one, run and checked alone: it
+    measures what this column's rows take (the kernel's last call may have run over other data), and the later
+    ranges are sized from that; on a GPU those are queued back to back through a pipeline
+    (string_sink.Pipeline), any range it flags run again one by one with those after it."""
+    rows, arena, pipe, k = output.rows, None, None, 0
+    starts = list(range(0, n, rows)) if n else [0]
+    if output.sink is not None and len(starts) > 1:
+        starts = [0, *range(min(rows, max(_ALIGN, n // FIRST_RANGE // _ALIGN * _ALIGN)), n, rows)]
     while k < len(starts):
         start = starts[k]
-        b = min(rows, n - start)
+        b = (starts[k + 1] if k + 1 < len(starts) else n) - start
         if pipe is not None:
             pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values)
             output.add_batch(start, b, strings=False)
@@ -75,17 +77,23 @@ def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutpu
         output.add_batch(start, b)
         k += 1
         if k == 1 and output.sink is not None and k < len(starts):
+            # the first range measured what a row's strings take: the later ranges sized from that
+            rows = min(batch_rows(plan, inputs, mem, n, output.sink.nbytes_per_row(b)), rows)
+            starts = [0, *range(b, n, rows)]
             pipe = output.sink.pipeline(arena, b, rows, len(starts))
+            if pipe is not None:
+                arena = None  # the pipeline's now (or dropped, where the first range's was too small for it)
 
 
 def _strings_in(inputs: list[Input]) -> int:
     return max(sum(x.kind.is_string for x in inputs), 1)
 
 
-def batch_rows(plan: Plan, inputs: list[Input], mem: Memory, n: int) -> int:
+def batch_rows(plan: Plan, inputs: list[Input], mem: Memory, n: int, output_row: float | None = None) -> int:
     """Rows per launch: all of them where the kernel needs no scratch per row (its output is sized exactly),
-    else as many as ``WORKING_SET`` holds: the arena a row took last time (a first guess before), the
-    pairs and offsets of new strings, the flags."""
+    else as many as ``WORKING_SET`` (and a share of the output: ``output_row`` bytes a row, else what the
+    kernel's last call made) holds: the arena a row took last time (a first guess before), the pairs and
+    offsets of new strings, the flags."""
     spec = plan.spec
     if not (spec.arena or spec.flags or spec.null_mode == NullMode.AWARE):
         return max(n, 1)
@@ -94,8 +102,10 @@ def batch_rows(plan: Plan, inputs: list[Input], mem: Memory, n: int) -> int:
     if spec.arena:
         learned = results.bytes_per_row(key)
         per_row += learned * 1.125 if learned is not None else results.initial_capacity(None, 1, 32 * _strings_in(inputs))
-    learned_output = results.output_per_row(key)
-    room = WORKING_SET + OUTPUT_SHARE * n * (learned_output[0] if learned_output else 0.0)
+    if output_row is None:
+        learned_output = results.output_per_row(key)
+        output_row = learned_output[0] if learned_output else 0.0
+    room = WORKING_SET + OUTPUT_SHARE * n * output_row
     rows = int(room // per_row) // _ALIGN * _ALIGN
     return max(min(rows, n), _ALIGN if n > _ALIGN else max(n, 1))
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ...core.types import DataType
 from ..compile.strings.meminfo_layout import (ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, HEADER, STATE_WORDS,
-                                              ArenaWord, MemInfo)
+                                              ArenaWord, MemInfo, block_bytes)
 
 MAX_RUNS = 6
 WINDOW = 1 << 31  # string_view buffer offsets are int32
@@ -108,7 +108,7 @@ class Arena:
                 size = int(header[0])
             if not 0 <= size <= used - at - header_bytes:
                 raise AssertionError(f"block at arena offset {at} says {size} bytes, past the {used} bytes claimed")
-            at += header_bytes + ((size + 7) & ~7)
+            at += block_bytes(size, self.mem.gpu)
             walked += 1
         self.meminfos += walked  # an arena reused by the next batch counts each launch's once
         _count(meminfos_made=walked)
@@ -295,6 +295,23 @@ _VIEWS_SOURCE = {
     "cuda": "def make_views(n, pairs, offsets, views, buffer, base):\n    i = cuda.grid(1)\n    if i < n:" + _VIEWS_BODY,
 }
 
+# GPU, a pipelined range's end (string_sink.Pipeline), in one launch: its sizes' running sums (batch[1..b], batch[0]
+# unused) made absolute from the data's length before it (totals[parity]), written to the output's offsets; the
+# length after it (totals[1 - parity]: two slots, so no thread reads the one being written); and its flag: the
+# data passed the room, or its arena (claimed > capacity) overflowed.
+_FINISH_RANGE_CUDA = """
+def finish_range(n, batch, totals, parity, out, start, limit, state, flags, k):
+    i = cuda.grid(1)
+    if i < n:
+        value = totals[parity] + (batch[i] if i > 0 else 0)
+        batch[i] = value
+        if i > 0:
+            out[start + i] = value
+        if i == n - 1:
+            totals[1 - parity] = value
+            flags[k] = 1 if value > limit or state[2] > state[1] else 0
+"""
+
 _kernels: dict[tuple[str, str], Any] = {}
 
 
@@ -333,6 +350,22 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit
     gather = _fixed_kernel("string gather", _GATHER_SOURCE, "gather", True)
     mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address),
                            np.int64(limit)])
+
+
+def finish_range(mem: Any, b: int, batch: Any, totals: Any, parity: int, out: Any, start: int, limit: int,
+                 state: Any, flags: Any, k: int) -> None:
+    """GPU: ends pipelined range ``k`` of ``b`` rows (``_FINISH_RANGE_CUDA``); ``out`` the output's offsets
+    (int32 or int64), ``state`` the range's arena state (zeros without one); CuPy arrays or kernel arrays."""
+    wide = out.dtype == np.int64
+    kernel = _fixed_kernel(f"string range finish {'int64' if wide else 'int32'}", {"cuda": _FINISH_RANGE_CUDA},
+                           "finish_range", True)
+
+    def kernel_array(a: Any) -> Any:  # a CuPy array as a view kernels take (DeviceViews pass as they are)
+        return mem.view(a.data.ptr, a.size, a.dtype, a) if hasattr(a, "data") else a
+
+    mem.launch(kernel, b + 1, [kernel_array(batch[:b + 1]), kernel_array(totals), np.int64(parity), out,
+                               np.int64(start), np.int64(limit), kernel_array(state), kernel_array(flags),
+                               np.int64(k)])
 
 
 def gather_with_offsets(n: int, pairs: Any, offsets: Any, at: int, total: int, data_address: int) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...core.types import DataType
+from ..compile.strings.meminfo_layout import ArenaWord
 from . import string_results as results
 from .string_results import Arena, _address, _as_array, _gather, _on, _scalar, _views
 
@@ -91,19 +92,13 @@ class StringSink:
         if start == 0 and b < self.n and not self.large and not self.views and _passes_int32(self.total / b, self.n):
             self.widen()
 
-    def pipeline(self, arena: Arena | None, done: int, rows: int, ranges: int, arena_per_row: float | None = None,
-                 data_per_row: float | None = None) -> Pipeline | None:
+    def pipeline(self, arena: Arena | None, done: int, rows: int, ranges: int) -> Pipeline | None:
         """The :class:`Pipeline` for the ranges of a GPU chunk after the first ``done`` rows, sized from what
-        those rows took (or, with ``done`` 0, from ``arena_per_row`` and ``data_per_row``: the kernel's last
-        call); None where they run one by one (on the CPU, for string_view, or for few ranges)."""
-        if not self.mem.gpu or self.views or ranges < 3 or self.batches == 1:
+        those rows took; None where they run one by one (on the CPU, for string_view, or for few ranges)."""
+        if not self.mem.gpu or self.views or ranges < 3 or self.batches == 1 or not done:
             return None
-        if done:
-            arena_per_row = arena.last_claimed / done if arena is not None else None
-            data_per_row = self.total / done
-        if data_per_row is None:
-            return None
-        return Pipeline(self, arena, arena_per_row, data_per_row, done, rows, ranges)
+        arena_per_row = arena.last_claimed / done if arena is not None else None
+        return Pipeline(self, arena, arena_per_row, self.total / done, done, rows, ranges)
 
     def _room(self, nbytes: int) -> int:
         """The address of the data buffer the next ``nbytes`` go to, made or grown for them."""
@@ -149,6 +144,10 @@ class StringSink:
         with self.mem.on_device():
             _as_array(self.mem, array)[index] = value
 
+    def nbytes_per_row(self, done: int) -> float:
+        """Output bytes a row of the first ``done`` rows made: their data, and an offset or view each."""
+        return self.total / done + (16 if self.views else 8 if self.large else 4)
+
     def nbytes(self) -> int:
         """Bytes of the output's buffers: the data, and the offsets or views."""
         return sum(self.used) + (16 * self.n if self.views else (8 if self.large else 4) * (self.n + 1))
@@ -170,9 +169,17 @@ class StringSink:
 
 class Pipeline:
     """The ranges after the first of a GPU chunk, queued back to back: one arena sized from the first range's
-    claim, data room mapped from the first range's bytes a row, offsets computed on the device from a running
-    length there, and per range a flag: its arena overflowed, or its data passed the room (or int32 offsets).
-    :meth:`settle` reads the flags once; the first flagged range and those after it run again."""
+    claim, offsets computed on the device from a running length there, and per range a flag: its arena
+    overflowed, or its data passed the room (or int32 offsets). :meth:`settle` reads the flags once; the first
+    flagged range and those after it run again.
+
+    The data's room is mapped for every row at the first range's rate (with a tenth to spare), and grown as
+    the ranges are queued where the rows measured since need more: each range's running length is copied back
+    to the host as it completes (no wait), and the host never runs more than ``unseen`` rows past the last
+    length it has seen. So longer rows later in the column grow the room before the ranges that need it run,
+    rather than failing their check and running again."""
+
+    _AHEAD = 4  # ranges queued (and mapped, when the room grows) ahead of the last one seen
 
     def __init__(self, sink: StringSink, arena: Arena | None, arena_per_row: float | None, data_per_row: float,
                  done: int, rows: int, ranges: int) -> None:
@@ -184,36 +191,77 @@ class Pipeline:
             self.arena = arena if arena is not None and arena.capacity >= need else Arena(mem, need)
         if not sink.buffers:
             sink._room(0)
-        grows = sink.buffers[-1][1]
-        grows.grow_to(sink.total + int(data_per_row * (sink.n - done) * _DATA_MARGIN) + (2 << 20))
-        self.base, self.limit = grows.ptr, grows.mapped
-        if not sink.large:
-            self.limit = min(self.limit, results.STRING_LIMIT)
+        self.grows = sink.buffers[-1][1]
+        self.base = self.grows.ptr
+        # rows queued past the last running length the host has seen, at most (the GPU kept busy meanwhile): the
+        # rate a row's data is mapped at goes unchecked over them
+        self.unseen = max(self._AHEAD * rows, sink.n // 16)
+        self.rate = data_per_row
+        # room for every row at the first range's rate, in one growth (a few driver calls): the ranges grow it
+        # further only where their rows take more
+        self.grows.grow_to(sink.total + int(data_per_row * (sink.n - done) * _DATA_MARGIN) + (2 << 20))
+        self.start = self.known = (done, sink.total)  # (rows, data bytes) at the start, and the host has seen so far
+        self.seen: list[tuple[int, Any]] = []  # (rows done, event) per range queued, oldest first
+        self.lengths = cp.cuda.alloc_pinned_memory(8 * ranges)
+        self.lengths_view = np.frombuffer(self.lengths, dtype=np.int64, count=ranges)
         with mem.on_device():
-            self.total = cp.full((), sink.total, dtype=np.int64)
+            self.totals = cp.full(2, sink.total, dtype=np.int64)  # the data's length before / after a range
             self.flags = cp.zeros(ranges, dtype=np.int8)
             self.batch = cp.zeros(rows + 1, dtype=np.int64)
+            self.no_arena = cp.zeros(len(ArenaWord), dtype=np.int64)  # an arena state that never overflows
+        self.parity = 0  # totals[parity]: the length before the next range
+
+    def _learn(self, k: int, end: int) -> None:
+        """Takes in the running lengths of the ranges that have completed, waiting for the oldest while the rows
+        up to ``end`` (range ``k``'s) would be more than ``unseen`` past the last one seen."""
+        while self.seen:
+            rows, event = self.seen[0]
+            if not event.done:
+                if end - self.known[0] <= self.unseen:
+                    break
+                event.synchronize()
+            index = k - len(self.seen)
+            self.seen.pop(0)
+            known_rows, known_bytes = self.known
+            self.known = (rows, int(self.lengths_view[index]))
+            if rows > known_rows:  # the rows since the last length seen, or all so far if their rows took more
+                first_rows, first_bytes = self.start
+                self.rate = max((self.known[1] - known_bytes) / (rows - known_rows),
+                                (self.known[1] - first_bytes) / (rows - first_rows))
+
+    def _room(self, end: int, b: int) -> int:
+        """Maps the data's room for the rows up to ``end`` (as the bytes a row measured say), and when it has to
+        grow, for up to ``_AHEAD`` ranges of ``b`` rows more (each growth is a few driver calls that take the
+        host longer than queueing a range); the limit a range ending at ``end`` is checked against."""
+        rows, nbytes = self.known
+        need = nbytes + int(self.rate * (end - rows) * _DATA_MARGIN) + (2 << 20)
+        if need > self.grows.mapped:
+            ahead = min(end + min(self._AHEAD * b, self.unseen), self.sink.n)
+            self.grows.grow_to(nbytes + int(self.rate * (ahead - rows) * _DATA_MARGIN) + (2 << 20))
+        return self.grows.mapped if self.sink.large else min(self.grows.mapped, results.STRING_LIMIT)
 
     def step(self, k: int, start: int, b: int, launch: Any, pairs: Any) -> None:
         """Range ``k`` (rows [start, start + b)): launched, its checks flagged, its bytes gathered, its offsets
         written; nothing read back."""
+        self._learn(k, start + b)
+        limit = self._room(start + b, b)
         if self.arena is not None:
             self.arena.reset()
         launch(self.arena)
         cp, mem = self.cp, self.mem
         with mem.on_device():
-            batch = self.batch[:b + 1]
-            cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=batch[1:])
-            batch += self.total
-            batch[0] = self.total
-            late = batch[b] > self.limit
-            if self.arena is not None:
-                late |= self.arena.state[2] > self.arena.capacity  # ArenaWord.CLAIMED
-            self.flags[k] = late
-        _gather(mem, b, pairs, batch, self.base, self.limit)
+            cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=self.batch[1:b + 1])
+        state = self.arena.state if self.arena is not None else self.no_arena
+        results.finish_range(mem, b, self.batch, self.totals, self.parity, self.sink.out, start, limit, state,
+                             self.flags, k)
+        _gather(mem, b, pairs, self.batch, self.base, limit)
+        self.parity ^= 1
+        cp.cuda.runtime.memcpyAsync(self.lengths.ptr + 8 * k, self.totals.data.ptr + 8 * self.parity, 8,
+                                    cp.cuda.runtime.memcpyDeviceToHost, mem.stream.ptr)
+        event = cp.cuda.Event(disable_timing=True)
         with mem.on_device():
-            _as_array(mem, self.sink.out)[start + 1:start + b + 1] = batch[1:]
-            self.total[...] = batch[b]
+            event.record(mem.stream)
+        self.seen.append((start + b, event))
 
     def settle(self, starts: list[int]) -> int | None:
         """Reads the flags: None when every range held, else the index of the first that did not (the sink is
@@ -222,7 +270,7 @@ class Pipeline:
         bad = np.flatnonzero(flags)
         sink = self.sink
         if not len(bad):
-            sink.total = sink.used[-1] = int(self.total.get(stream=self.mem.stream))
+            sink.total = sink.used[-1] = int(self.totals[self.parity].get(stream=self.mem.stream))
             return None
         k = int(bad[0])
         sink.total = sink.used[-1] = _scalar(self.mem, _as_array(self.mem, sink.out), starts[k])

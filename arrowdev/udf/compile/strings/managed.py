@@ -13,7 +13,7 @@ NRT ``MemInfo_alloc`` per string, i.e. device ``malloc``, the cuDF design, kept 
 against; CUDA only).
 
 Allocation is one atomic add. A block is a MemInfo header (``HEADER`` bytes, NRT's layout: refct, dtor,
-dtor_info, data, size) and the bytes, rounded up to 8. The header's count starts at 2: one reference for the
+dtor_info, data, size) and the bytes, rounded up to 16 on a GPU (the header goes in 16-byte stores), 8 on the CPU. The header's count starts at 2: one reference for the
 new value, which NRT increfs and decrefs through the UDF, and one the arena owns. NRT's decref therefore never
 reaches zero, so NRT never calls device ``free`` on arena memory; the arena drops its references all at once
 when it is released. If the arena is full the string comes back empty (size 0, MemInfo NULL, data pointing
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .meminfo_layout import ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, HEADER, ArenaWord, MemInfo
+from .meminfo_layout import ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, GPU_BLOCK_ALIGN, HEADER, ArenaWord, MemInfo
 from .numba_types import string_types
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -162,7 +162,8 @@ def _allocation_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
         return out._getvalue()
 
     def _from_arena(context, builder, state, nbytes):
-        rounded = builder.and_(builder.add(nbytes, i64(7)), i64(~7))
+        align = GPU_BLOCK_ALIGN if cuda else 8
+        rounded = builder.and_(builder.add(nbytes, i64(align - 1)), i64(-align))
         total = builder.add(rounded, i64(HEADER if cuda else CPU_HEADER))
         counter = builder.gep(state, [i64(int(ArenaWord.CLAIMED))])
         if cuda:
@@ -179,10 +180,7 @@ def _allocation_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
                 header = builder.inttoptr(block, i64.as_pointer())
                 if cuda:
                     data = builder.add(block, i64(HEADER))
-                    fields = {MemInfo.REFCT: i64(2), MemInfo.DTOR: i64(0), MemInfo.DTOR_INFO: i64(0),
-                              MemInfo.DATA: data, MemInfo.SIZE: nbytes}
-                    for slot, value in fields.items():  # in slot order, as before
-                        builder.store(value, builder.gep(header, [i64(int(slot))]))
+                    _store_header(builder, header, [i64(2), i64(0), i64(0), data, nbytes, i64(0)])
                 else:  # no counts on the CPU (models.py): the size alone, for the host's walk of the blocks
                     data = builder.add(block, i64(CPU_HEADER))
                     builder.store(nbytes, header)
@@ -313,6 +311,21 @@ def _address_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
 
     return {"meminfo_of": meminfo_of, "address_of": address_of, "arena_base": arena_base,
             "fused_multiply_add": fused_multiply_add}
+
+
+def _store_header(builder: Any, header: Any, words: list[Any]) -> None:
+    """The six words of a GPU block's header (NRT's MemInfo: refct, dtor, dtor_info, data, size; then padding)
+    as three 16-byte stores (the block is 16-byte aligned): each store of a thread's own header is a memory
+    transaction, so three instead of five cut the L2 traffic of a kernel making short strings (docs/strings.md)."""
+    from llvmlite import ir
+
+    i64 = ir.IntType(64)
+    pair_t = ir.VectorType(i64, 2)
+    pairs = builder.bitcast(header, pair_t.as_pointer())
+    for k in range(0, len(words), 2):
+        pair = builder.insert_element(ir.Constant(pair_t, None), words[k], ir.IntType(32)(0))
+        pair = builder.insert_element(pair, words[k + 1], ir.IntType(32)(1))
+        builder.store(pair, builder.gep(pairs, [i64(k // 2)]), align=16)
 
 
 def _warp_claim(builder: Any, counter: Any, total: Any) -> Any:

@@ -4,17 +4,20 @@ arena state words (written by the host, claimed from by kernels). ``tests/test_m
 the MemInfo fields against both headers as installed.
 
 A block in the arena is a header of ``HEADER`` bytes, laid out as a MemInfo, then the string's bytes rounded
-up to 8.
+up to ``GPU_BLOCK_ALIGN`` (so that every block starts 16-byte aligned and its header is written with three
+16-byte stores: a thread's block is its own, so each store is a memory transaction of its own, and five 8-byte
+ones were most of the L2 traffic of a kernel making short strings); on the CPU a ``CPU_HEADER`` and the bytes
+rounded up to 8.
 
->>> MemInfo.DATA * WORD, HEADER
-(24, 48)
+>>> MemInfo.DATA * WORD, HEADER, block_bytes(5, gpu=True), block_bytes(5, gpu=False)
+(24, 48, 64, 16)
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ALLOCATOR_ARENA", "ALLOCATOR_DEVICE_MALLOC", "ArenaWord", "CPU_HEADER", "HEADER", "MEMINFO_FIELDS",
+__all__ = ["ALLOCATOR_ARENA", "ALLOCATOR_DEVICE_MALLOC", "ArenaWord", "CPU_HEADER", "GPU_BLOCK_ALIGN", "HEADER", "MEMINFO_FIELDS",
            "MemInfo",
            "STATE_WORDS", "WORD"]
 
@@ -35,6 +38,14 @@ class MemInfo(IntEnum):
 MEMINFO_FIELDS = tuple(field.name.lower() for field in MemInfo)  # as the C headers name them
 HEADER = 6 * WORD  # a block's header on the GPU: room for the larger (CPU) MemInfo of either NRT
 CPU_HEADER = WORD  # a block's header on the CPU, where strings are not counted (managed.py): the string's size
+GPU_BLOCK_ALIGN = 16  # GPU blocks (header and bytes) are multiples of this: the header goes in 16-byte stores
+
+
+def block_bytes(size: int, gpu: bool) -> int:
+    """Arena bytes of the block of a string of ``size`` bytes (header included)."""
+    if gpu:
+        return HEADER + (size + GPU_BLOCK_ALIGN - 1) // GPU_BLOCK_ALIGN * GPU_BLOCK_ALIGN
+    return CPU_HEADER + (size + WORD - 1) // WORD * WORD
 
 
 class ArenaWord(IntEnum):
