@@ -98,7 +98,7 @@ def test_ranges_after_the_first_are_sized_from_what_its_rows_took(monkeypatch):
     first = launches[0]
     runs = next(i for i, b in enumerate(launches) if b != first)  # its arena may be outgrown, the range run again
     rest = launches[runs:]
-    assert first == max(1024, len(source) // execute.FIRST_RANGE // 1024 * 1024)
+    assert first == 1024  # the chunk's 64th, at most a quarter of a range, in multiples of 1024 rows
     assert first + sum(rest) == len(source) and all(b % 1024 == 0 for b in rest[:-1])
     arena_per_row = 16 + 5 * 124  # s + s, then that + s: two blocks a row (8-byte headers on the CPU)
     assert 1024 < max(rest) and max(rest) * arena_per_row <= execute.WORKING_SET + 0.25 * out.nbytes

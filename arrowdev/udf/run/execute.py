@@ -29,8 +29,9 @@ __all__ = ["WORKING_SET", "batch_rows", "run_plan"]
 WORKING_SET = 192 << 20
 OUTPUT_SHARE = 0.1
 _ALIGN = 1024
-# A string output's first range, which runs alone to measure what the column's rows take: this part of the chunk
-# (whole multiples of _ALIGN rows), or one range where that is less
+# A string output's first range, which runs alone to measure what the column's rows take: this part of the chunk,
+# at most a quarter of a range (its arena is held beside the next ranges' one until the GPU is done with it), in
+# whole multiples of _ALIGN rows
 FIRST_RANGE = 64
 
 
@@ -60,7 +61,8 @@ def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutpu
     rows, arena, pipe, k = output.rows, None, None, 0
     starts = list(range(0, n, rows)) if n else [0]
     if output.sink is not None and len(starts) > 1:
-        starts = [0, *range(min(rows, max(_ALIGN, n // FIRST_RANGE // _ALIGN * _ALIGN)), n, rows)]
+        first = min(rows // 4, n // FIRST_RANGE) // _ALIGN * _ALIGN
+        starts = [0, *range(max(first, _ALIGN), n, rows)]
     while k < len(starts):
         start = starts[k]
         b = (starts[k + 1] if k + 1 < len(starts) else n) - start
