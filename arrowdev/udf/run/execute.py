@@ -24,8 +24,8 @@ from .validity import merge_validity
 __all__ = ["WORKING_SET", "batch_rows", "run_plan"]
 
 # Bytes of scratch one range of rows may take beside the output (arena, pairs, flags): the fixed working set
-# of docs/udf.md's memory bound, plus a fifth of the output where a kernel's last call said how large it is
-# (the bound allows a quarter). Ranges are multiples of 1024 rows (bitmaps and ballot words line up).
+# of docs/udf.md's memory bound, plus a tenth of the output (as the call's first range, or else the kernel's last
+# call, measured it; the bound allows a quarter). Ranges are multiples of 1024 rows (bitmaps and ballot words line up).
 WORKING_SET = 192 << 20
 OUTPUT_SHARE = 0.1
 _ALIGN = 1024
