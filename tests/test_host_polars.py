@@ -86,6 +86,32 @@ def test_polars_plans_with_the_compiled_type_not_the_stand_in_values():
         pl.DataFrame({"x": [2, 1]}).with_columns(y=ad.polars.udf(not_one, "x"))
 
 
+def test_polars_expressions_built_per_query_share_one_prepared_udf():
+    """``df.select(ad.polars.udf(f, "x"))`` written inline builds a new expression for every query: they share
+    f's one HostUDF (its prepared calls and planned types), and an option that differs gets its own."""
+    def halve(x):
+        return x * 0.5
+
+    first, again = ad.polars.udf(halve), ad.polars.udf(halve)
+    assert first.udf is again.udf
+    assert ad.polars.udf(halve, null_aware=True).udf is not first.udf
+    assert ad.polars.udf(halve, out_type=pl.Float32).udf is not first.udf
+    frame = pl.DataFrame({"x": [2, 3, None]})
+    for _ in range(3):  # planned and run each time, by the one HostUDF
+        assert frame.with_columns(y=ad.polars.udf(halve, "x"))["y"].to_list() == [1.0, 1.5, None]
+    float32 = frame.with_columns(y=ad.polars.udf(halve, "x", out_type=pl.Float32))["y"]
+    assert float32.dtype == pl.Float32 and float32.to_list() == [1.0, 1.5, None]
+
+    class Halve:  # a callable that cannot be weakly referenced: a HostUDF of its own each time
+        __slots__ = ()
+
+        def __call__(self, x):
+            return x * 0.5
+
+    halver = Halve()
+    assert ad.polars.udf(halver).udf is not ad.polars.udf(halver).udf
+
+
 def test_polars_errors_name_the_column_and_its_type():
     frame = pl.DataFrame({"d": [decimal.Decimal("1.50")], "x": [1.0]})
     with pytest.raises(TypeError, match=r"Polars passes column 'd' of type Decimal.*cast the column"):

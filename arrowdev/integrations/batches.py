@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -80,11 +82,31 @@ class HostUDF:
         self._cpu = self.device in (None, "cpu")
         self._wanted = None if out_type is None else DataType.from_arrow(self.options["out_type"])
         self._types: dict[Any, DataType] = {}  # PyArrow input types seen -> DataType
+        self._results: dict[tuple[DataType, ...], DataType] = {}  # input types -> result type (result_type)
         self._as_udf: dict[int, Callable[..., Any]] = {}  # arity -> f as a Python function (udf/run/callables.py)
         self._last: tuple | None = None  # (layout probe, (prepared call, output PyArrow type)) of the last batch
         # ``run(arrays, chunked)`` (prepared_host.pyarrow_runner) of the last layout without nulls that has one: a
         # batch of it straight into the kernel, None for any other batch (DuckDB's function calls it first)
         self.runner: Callable[[Any, bool], Any] | None = None
+
+    @classmethod
+    def shared(cls, f: Callable[..., Any], **options: Any) -> HostUDF:
+        """The one :class:`HostUDF` of ``f`` with these options (made on first use, then kept while ``f`` lives):
+        an engine expression built inline for every query (``df.select(ad.polars.udf(f, "x"))``, each call of
+        ``ad.pandas.apply``) finds the prepared calls and result types of the last one instead of preparing
+        them again (about 150 us a query in Polars at 10^4 rows). A new object where ``f`` cannot be weakly
+        referenced or an option cannot be hashed."""
+        try:
+            key = tuple(sorted(options.items()))
+            with _shared_lock:
+                found = _shared.setdefault(f, {}).get(key)
+        except TypeError:  # f not weakly referenceable, or an unhashable option
+            return cls(f, **options)
+        if found is None:
+            found = cls(f, **options)
+            with _shared_lock:
+                found = _shared[f].setdefault(key, found)
+        return found
 
     def pyarrow_call(self, arrays: Sequence[Any]) -> Any:
         """``f`` over PyArrow arrays (one chunk each, in CPU memory) straight from their buffers, as a
@@ -185,8 +207,12 @@ class HostUDF:
         """The type ``f`` returns over inputs of ``types`` (Arrow types), without running it on data: it is
         compiled for empty columns of those types, the kernel the first batch of such columns runs."""
         self.check(types, names, shown)
-        empty = [column(pa.array([], type=DataType.from_arrow(t).to_pyarrow())) for t in types]
-        return self._run(empty, names, shown).type
+        key = tuple(DataType.from_arrow(t) for t in types)
+        found = self._results.get(key)
+        if found is None:  # kept: Polars asks again each time it plans a query with this UDF
+            empty = [column(pa.array([], type=t.to_pyarrow())) for t in key]
+            found = self._results[key] = self._run(empty, names, shown).type
+        return found
 
     def _explained(self, error: TypeError, columns: list[ArrowColumn], names: Sequence[str],
                    shown: Sequence[str] | None) -> TypeError:
@@ -197,6 +223,10 @@ class HostUDF:
                            for k, (name, c) in enumerate(zip(names, columns)))
         kind = UDFCompileError if isinstance(error, UDFCompileError) else TypeError
         return kind(f"{error} ({self.host} passed {passed})")
+
+
+_shared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # f -> {options: HostUDF} (HostUDF.shared)
+_shared_lock = threading.Lock()
 
 
 def _arity(f: Callable[..., Any]) -> int | None:

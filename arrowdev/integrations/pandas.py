@@ -60,7 +60,7 @@ def apply(data: Any, f: Callable[..., Any], columns: Sequence[Any] | None = None
         raise TypeError(f"expected a pandas Series or DataFrame, got {type(data).__name__}")
     if any(isinstance(s, pd.DataFrame) for s in series):
         raise ValueError("expected unique column names: a name the DataFrame repeats selects several columns")
-    udf = HostUDF(f, host="pandas", device=device, null_aware=null_aware, out_type=out_type, string_type=string_type)
+    udf = HostUDF.shared(f, host="pandas", device=device, null_aware=null_aware, out_type=out_type, string_type=string_type)
     names = [str(s.name) if s.name is not None else "<unnamed>" for s in series]
     result = udf([_to_arrow(s) for s in series], names, [str(s.dtype) for s in series])
     if not result.device.is_cpu_readable:

@@ -36,8 +36,8 @@ class PolarsUDF:
 
     def __init__(self, f: Callable[..., Any], *, device: Any = None, null_aware: bool = False,
                  out_type: Any = None, string_type: str = "string_view") -> None:
-        self.udf = HostUDF(f, host="Polars", device=device, null_aware=null_aware, out_type=_arrow_type(out_type),
-                           string_type=string_type)
+        self.udf = HostUDF.shared(f, host="Polars", device=device, null_aware=null_aware,
+                                  out_type=_arrow_type(out_type), string_type=string_type)
 
     def __call__(self, series: Any, *args: Any, return_dtype: Any = _ABSENT, **kwargs: Any) -> Any:
         """The results over ``series`` (a Series, a struct Series or a list of Series, as Polars passes them).
@@ -75,10 +75,9 @@ class PolarsUDF:
             planned = self.udf.result_type([c.type for c in columns], names, shown)
         except TypeError:
             return pl.Series(names[0], [None] * rows, dtype=pl.Null)
-        try:  # the stand-in rows themselves, where the UDF takes them
-            return pl.Series(names[0], self.udf(columns, names, shown).to_host())
-        except Exception:  # a UDF that fails on Polars' stand-ins (1, "", False): the type is known anyway
-            return pl.Series(names[0], [None] * rows, dtype=polars_dtype(planned))
+        # Polars takes the type from this Series, not its values: nulls of the planned type (running the UDF on
+        # the stand-ins too cost a query about 70 us, and a UDF may fail on them: 1, "", False)
+        return pl.Series(names[0], [None] * rows, dtype=polars_dtype(planned))
 
     def return_dtype(self) -> Any:
         """The Polars dtype of ``out_type`` (None where the UDF's own typing decides)."""
@@ -109,9 +108,20 @@ def udf(f: Callable[..., Any], *columns: Any, device: Any = None, null_aware: bo
     if not columns:
         return call
     names = [c for group in columns for c in (group if isinstance(group, (list, tuple)) else [group])]
-    # row-wise: Polars may run it on any slice of the rows (streaming engine, groups) and join the results
-    elementwise = {"is_elementwise": True} if "is_elementwise" in inspect.signature(pl.map_batches).parameters else {}
-    return pl.map_batches(names, call, return_dtype=call.return_dtype(), **elementwise)
+    return pl.map_batches(names, call, return_dtype=call.return_dtype(), **_elementwise(pl))
+
+
+def _elementwise(pl: Any) -> dict[str, bool]:
+    """``is_elementwise=True`` where this Polars takes it (row-wise: Polars may run the UDF on any slice of the
+    rows, streaming engine and groups, and join the results); asked of Polars once."""
+    global _ELEMENTWISE
+    if _ELEMENTWISE is None:
+        _ELEMENTWISE = ({"is_elementwise": True} if "is_elementwise" in inspect.signature(pl.map_batches).parameters
+                        else {})
+    return _ELEMENTWISE
+
+
+_ELEMENTWISE: dict[str, bool] | None = None
 
 
 def _arrow_type(out_type: Any) -> Any:
@@ -124,8 +134,15 @@ def _arrow_type(out_type: Any) -> Any:
 
 
 def polars_dtype(arrow_type: Any) -> Any:
-    """The Polars dtype Polars makes of an Arrow type (``pl.from_arrow`` of an empty array of it)."""
+    """The Polars dtype Polars makes of an Arrow type (``pl.from_arrow`` of an empty array of it; kept per type)."""
     import polars as pl
     import pyarrow as pa
 
-    return pl.from_arrow(pa.array([], type=DataType.from_arrow(arrow_type).to_pyarrow())).dtype
+    arrow = DataType.from_arrow(arrow_type).to_pyarrow()
+    found = _dtypes.get(arrow)
+    if found is None:
+        found = _dtypes[arrow] = pl.from_arrow(pa.array([], type=arrow)).dtype
+    return found
+
+
+_dtypes: dict[Any, Any] = {}  # PyArrow type -> Polars dtype
