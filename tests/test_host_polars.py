@@ -112,6 +112,14 @@ def test_polars_expressions_built_per_query_share_one_prepared_udf():
     assert ad.polars.udf(halver).udf is not ad.polars.udf(halver).udf
 
 
+def test_polars_columns_of_different_lengths_are_refused_naming_them():
+    frame = pl.DataFrame({"a": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match=r"one length from Polars, got 'a': 3 rows, 'a': 2 rows"):
+        frame.select(ad.polars.udf(lambda x, y: x + y, pl.col("a"), pl.col("a").head(2)))
+    both = frame.select(ad.polars.udf(lambda x, y: x * y, pl.col("a"), pl.col("a") + 1))["a"]
+    assert both.to_list() == [2.0, 6.0, 12.0]
+
+
 def test_polars_errors_name_the_column_and_its_type():
     frame = pl.DataFrame({"d": [decimal.Decimal("1.50")], "x": [1.0]})
     with pytest.raises(TypeError, match=r"Polars passes column 'd' of type Decimal.*cast the column"):

@@ -37,6 +37,7 @@ from ..table import ArrowTable, table
 from ..udf import UDFCompileError
 from ..udf.compile.arrow_types import UnsupportedTypeError, input_kind
 from ..udf.run import prepared_host
+from ..udf.run.apply import apply_columns
 from ..udf.run.callables import as_udf
 from ..udf.spec import UDF, function_key
 
@@ -181,6 +182,13 @@ class HostUDF:
         try:
             if len(columns) == 1:
                 return columns[0].apply(self.f, device=device, **self.options)
+            if device is None:  # where the data is: the columns straight to the UDF's runner, no table around them
+                if len({len(c) for c in columns}) > 1:
+                    raise ValueError(f"expected {self.noun}s of one length from {self.host}, got "
+                                     f"{', '.join(f'{n!r}: {len(c)} rows' for n, c in zip(names, columns))}")
+                options = self.options
+                return ArrowColumn(*apply_columns(self.f, columns, options["null_aware"], options["out_type"],
+                                                  string_type=options["string_type"]))
             args = table({f"a{k}": c for k, c in enumerate(columns)})  # host names may repeat
             return args.apply(self.f, device=device, **self.options)
         except TypeError as e:
