@@ -17,6 +17,7 @@ docs/hosts.md is the guide, with what Polars' GPU engine can and cannot hand ove
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -108,20 +109,16 @@ def udf(f: Callable[..., Any], *columns: Any, device: Any = None, null_aware: bo
     if not columns:
         return call
     names = [c for group in columns for c in (group if isinstance(group, (list, tuple)) else [group])]
-    return pl.map_batches(names, call, return_dtype=call.return_dtype(), **_elementwise(pl))
+    return pl.map_batches(names, call, return_dtype=call.return_dtype(), **_elementwise())
 
 
-def _elementwise(pl: Any) -> dict[str, bool]:
+@functools.cache
+def _elementwise() -> dict[str, bool]:
     """``is_elementwise=True`` where this Polars takes it (row-wise: Polars may run the UDF on any slice of the
     rows, streaming engine and groups, and join the results); asked of Polars once."""
-    global _ELEMENTWISE
-    if _ELEMENTWISE is None:
-        _ELEMENTWISE = ({"is_elementwise": True} if "is_elementwise" in inspect.signature(pl.map_batches).parameters
-                        else {})
-    return _ELEMENTWISE
+    import polars as pl
 
-
-_ELEMENTWISE: dict[str, bool] | None = None
+    return {"is_elementwise": True} if "is_elementwise" in inspect.signature(pl.map_batches).parameters else {}
 
 
 def _arrow_type(out_type: Any) -> Any:
@@ -135,14 +132,12 @@ def _arrow_type(out_type: Any) -> Any:
 
 def polars_dtype(arrow_type: Any) -> Any:
     """The Polars dtype Polars makes of an Arrow type (``pl.from_arrow`` of an empty array of it; kept per type)."""
+    return _polars_dtype_of(DataType.from_arrow(arrow_type).to_pyarrow())
+
+
+@functools.cache
+def _polars_dtype_of(arrow: Any) -> Any:
     import polars as pl
     import pyarrow as pa
 
-    arrow = DataType.from_arrow(arrow_type).to_pyarrow()
-    found = _dtypes.get(arrow)
-    if found is None:
-        found = _dtypes[arrow] = pl.from_arrow(pa.array([], type=arrow)).dtype
-    return found
-
-
-_dtypes: dict[Any, Any] = {}  # PyArrow type -> Polars dtype
+    return pl.from_arrow(pa.array([], type=arrow)).dtype

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .meminfo_layout import ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, GPU_BLOCK_ALIGN, HEADER, ArenaWord, MemInfo
+from .meminfo_layout import ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, GPU_BLOCK_ALIGN, HEADER, WORD, ArenaWord, MemInfo
 from .numba_types import string_types
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -162,7 +162,7 @@ def _allocation_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
         return out._getvalue()
 
     def _from_arena(context, builder, state, nbytes):
-        align = GPU_BLOCK_ALIGN if cuda else 8
+        align = GPU_BLOCK_ALIGN if cuda else WORD  # as meminfo_layout.block_bytes rounds
         rounded = builder.and_(builder.add(nbytes, i64(align - 1)), i64(-align))
         total = builder.add(rounded, i64(HEADER if cuda else CPU_HEADER))
         counter = builder.gep(state, [i64(int(ArenaWord.CLAIMED))])

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ALLOCATOR_ARENA", "ALLOCATOR_DEVICE_MALLOC", "ArenaWord", "CPU_HEADER", "GPU_BLOCK_ALIGN", "HEADER", "MEMINFO_FIELDS",
-           "MemInfo",
-           "STATE_WORDS", "WORD"]
+__all__ = ["ALLOCATOR_ARENA", "ALLOCATOR_DEVICE_MALLOC", "ArenaWord", "CPU_HEADER", "GPU_BLOCK_ALIGN", "HEADER",
+           "MEMINFO_FIELDS", "MemInfo", "STATE_WORDS", "WORD", "block_bytes"]
 
 WORD = 8  # every MemInfo field and arena word is 8 bytes (size_t, pointers, int64) on 64-bit targets
 
