@@ -199,6 +199,9 @@ def test_another_process_maps_while_its_lease_is_asked_for_and_unmaps_when_refus
     holder = child(_HOLDER, str(tmp_path / "h"))
     assert ask(holder) == "4 cuda" and ad.cuda.lease_stats()["leases_granted"] == 1
     finish(holder)
+    del col
+    # the lease server sees the holder's exit on its own thread: the export (and its column) end after that
+    wait_for(lambda: ad.cuda.lease_stats()["leases_granted"] == 0 and ad.cuda.lease_stats()["exports_lent"] == 0)
 
 
 @pytest.mark.parametrize("change, message", [
