@@ -166,6 +166,19 @@ class ArrowColumn(_capsules.ColumnCore):
         """The same column (zero-copy) under another field name."""
         return _chunked.derive(self, self._chunks, self._null_list(), self._type.with_name(name))
 
+    def with_nullable(self, nullable: bool) -> ArrowColumn:
+        """The same column (zero-copy), its field marked nullable or not (as ``pyarrow.Field.with_nullable``;
+        a producer such as libcudf marks columns without nulls non-nullable where a file's schema does not).
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> ad.column(pa.array([1, 2])).with_nullable(False).type.nullable
+        False
+        """
+        if not nullable and self.null_count:
+            raise ValueError(f"expected a column without nulls to mark non-nullable, got {self.null_count} nulls")
+        wanted = self._type.with_nullable(nullable)
+        return self if wanted is self._type else _chunked.derive(self, self._chunks, self._null_list(), wanted)
+
     def _child_column(self, dtype: DataType, chunks: list[Any]) -> ArrowColumn:
         return ArrowColumn(dtype, chunks)
 

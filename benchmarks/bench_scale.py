@@ -478,6 +478,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     data_dir = args.data_dir or os.path.join("/tmp/arrowdev-scale", f"{rows}x{partitions}")
     print(f"bench_scale: Python {platform.python_version()}, {'CPU workers' if args.cpu else 'GPU workers'}, "
           f"{args.protocol}, GPUs {gpus}, {rows:,} rows in {partitions} partitions", flush=True)
+    print(f"arrowdev's Parquet decoding: engine={args.engine!r} (auto: libcudf on the GPU where pylibcudf is "
+          f"installed)", flush=True)
     files = scale_data.ensure(data_dir, rows, partitions, args.row_group_rows, args.seed)
     warm = scale_data.warmup_file(data_dir)
     if args.generate_only:
@@ -493,7 +495,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     extra = {"gpus": gpus, "dataset_rows": rows, "partitions": partitions, "bytes_per_row": bytes_per_row,
              "protocol": args.protocol, "device_memory_limit": args.device_memory_limit,
-             "partitioning": args.partitioning}
+             "partitioning": args.partitioning, "arrowdev_engine": args.engine}
     for n in gpus:
         with cluster(n, args) as client:
             host_ms = _warm_engines(client, engines, warm, args)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import dask
 import numpy as np
@@ -219,9 +220,12 @@ def _sum_of_y(t):
 
 
 @pytest.mark.gpu
-def test_gpu_partitions_stay_on_the_gpu_across_tasks(cuda_client, tmp_path):
+@pytest.mark.parametrize("engine", ["pyarrow", "cudf"])
+def test_gpu_partitions_stay_on_the_gpu_across_tasks(cuda_client, tmp_path, engine):
+    if engine == "cudf":
+        pytest.importorskip("pylibcudf")
     pq.write_table(_table(4000).to_pyarrow(), tmp_path / "d.parquet", row_group_size=1000)
-    parts = add.read_parquet(str(tmp_path / "d.parquet"), device="cuda")
+    parts = add.read_parquet(str(tmp_path / "d.parquet"), device="cuda", engine=engine)  # 4 row groups in one
     out = parts.map_partitions(_pipeline).persist()
     devices = dask.compute(*[dask.delayed(_device_of)(p) for p in out.to_delayed()])
     assert set(devices) == {"cuda"}
@@ -420,7 +424,8 @@ def test_gpu_the_scale_job_with_spilling_equals_in_process(cuda_client, tmp_path
 @pytest.mark.gpu
 def test_gpu_a_partition_that_does_not_fit_is_a_memory_error_naming_its_size(tmp_path):
     pq.write_table(_table(10_000).to_pyarrow(), tmp_path / "d.parquet")
-    parts = add.read_parquet(str(tmp_path / "d.parquet"), device="cuda")
+    # set_limit bounds arrowdev's own allocations (the copy PyArrow's table takes to the GPU), not libcudf's
+    parts = add.read_parquet(str(tmp_path / "d.parquet"), device="cuda", engine="pyarrow")
     ad.cuda.set_limit(1000)
     try:
         with pytest.raises(MemoryError, match=r"a partition of [\d,]+ bytes \(10,000 rows from .*d.parquet row group "
@@ -428,6 +433,39 @@ def test_gpu_a_partition_that_does_not_fit_is_a_memory_error_naming_its_size(tmp
             parts.compute(scheduler="sync")
     finally:
         ad.cuda.set_limit(None)
+
+
+def _write_with_nulls(tmp_path, files=2, rows=3000, row_group=1000):
+    rng = np.random.default_rng(7)
+    paths = []
+    for i in range(files):
+        x = pa.array(rng.random(rows), mask=rng.random(rows) < 0.1)
+        s = pa.array([None if j % 11 == 0 else f"s{i}-{j % 37}" * (j % 4) for j in range(rows)])
+        full = pa.array(np.arange(i * rows, (i + 1) * rows))  # no nulls: libcudf marks it non-nullable
+        pq.write_table(pa.table({"id": full, "x": x, "s": s}), tmp_path / f"n{i}.parquet", row_group_size=row_group)
+        paths.append(str(tmp_path / f"n{i}.parquet"))
+    return paths
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows_per_partition", [None, 2500, 700])
+def test_gpu_libcudf_reads_each_partition_as_pyarrow_does(tmp_path, rows_per_partition):
+    """engine="cudf": a partition of all six row groups of two files, of two groups spanning the files, and
+    row ranges of one group; each one libcudf read (a chunk a column), equal to PyArrow's, schema included."""
+    pytest.importorskip("pylibcudf")
+    files = _write_with_nulls(tmp_path)
+    options = {} if rows_per_partition is None else {"rows_per_partition": rows_per_partition}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", add.PartitionSizeWarning)
+        on_gpu = add.read_parquet(files, device="cuda", engine="cudf", **options)
+        on_cpu = add.read_parquet(files, engine="pyarrow", **options)
+    assert on_gpu.npartitions == on_cpu.npartitions == {None: 1, 2500: 3, 700: 12}[rows_per_partition]
+    got = dask.compute(*on_gpu.to_delayed(), scheduler="sync")
+    want = dask.compute(*on_cpu.to_delayed(), scheduler="sync")
+    for g, w in zip(got, want):
+        assert g.device.type == "cuda"
+        assert [g.column(n).num_chunks for n in g.column_names] == [1, 1, 1]
+        assert g.to_pyarrow().equals(w.to_pyarrow()), (g.to_pyarrow().schema, w.to_pyarrow().schema)
 
 
 @pytest.mark.gpu

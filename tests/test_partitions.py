@@ -153,3 +153,27 @@ def test_without_a_client_a_cpu_worker_is_a_core():
 
 def test_piece_is_a_plain_tuple():
     assert Piece("f", 1, 2, 3) == ("f", 1, 2, 3)
+
+
+def test_a_partition_is_one_libcudf_read():
+    """Each partition plan makes becomes one libcudf read: consecutive row groups of a file one source, the
+    files in order, a row range as rows skipped and read within its one group."""
+    groups = [RowGroup("a", 0, 100, 10), RowGroup("a", 1, 100, 10), RowGroup("b", 0, 100, 10),
+              RowGroup("c", 0, 1000, 100)]
+    merged, *cut = plan(groups, target_rows=300)
+    assert parquet.libcudf_selection(merged) == (["a", "b"], [[0, 1], [0]], 0, None)
+    assert [parquet.libcudf_selection(p) for p in cut] == [(["c"], [[0]], 0, 250), (["c"], [[0]], 250, 250),
+                                                          (["c"], [[0]], 500, 250), (["c"], [[0]], 750, 250)]
+    again = plan([RowGroup("a", 0, 100, 10), RowGroup("b", 0, 100, 10), RowGroup("a", 1, 100, 10)], target_rows=300)
+    assert parquet.libcudf_selection(again[0]) == (["a", "b", "a"], [[0], [0], [1]], 0, None)  # the order kept
+    with pytest.raises(ValueError, match="expected whole row groups"):
+        parquet.libcudf_selection((Piece("a", 0, 0, 10), Piece("a", 1, 5, 10)))
+
+
+def test_the_engine_is_checked_and_cpu_partitions_are_read_by_pyarrow(tmp_path):
+    paths = _write(tmp_path, files=1, rows=100, row_group=50)
+    with pytest.raises(ValueError, match="expected engine 'auto', 'cudf' or 'pyarrow', got 'gpu'"):
+        add.read_parquet(paths, engine="gpu")
+    # CPU partitions never go to libcudf, whatever the engine asked for
+    assert add.read_parquet(paths, engine="cudf").compute(scheduler="sync").equals(
+        add.read_parquet(paths, engine="pyarrow").compute(scheduler="sync"))

@@ -237,6 +237,10 @@ class DataType:
         """The same type under another field name."""
         return DataType(self._c.modify(name=name))
 
+    def with_nullable(self, nullable: bool) -> DataType:
+        """The same type, its field marked nullable or not (as ``pyarrow.Field.with_nullable``)."""
+        return self if self.nullable == nullable else DataType(self._c.modify(nullable=bool(nullable)))
+
     def to_pyarrow(self) -> Any:
         """The equivalent ``pyarrow.DataType``."""
         import pyarrow as pa

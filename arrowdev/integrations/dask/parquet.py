@@ -7,6 +7,7 @@ import glob
 import os
 from typing import Any
 
+from ...column import ArrowColumn
 from ...table import ArrowTable, table
 from .collection import PartitionedTable, from_map
 from .partitions import (
@@ -107,13 +108,13 @@ def _read_piece(piece: Piece, columns: list[str] | None) -> Any:
     return got if (piece.start, piece.stop) == (0, got.num_rows) else got.slice(piece.start, piece.stop - piece.start)
 
 
-def _engine(engine: str, on_gpu: bool) -> str:
-    """The reader a partition is read with: "cudf" (libcudf decodes the Parquet pages on the GPU, where
-    pylibcudf is installed) or "pyarrow" (the CPU decodes, the table is then copied to the GPU)."""
+def _engine(engine: str, on_gpu: bool, device: int | str | None) -> str:
+    """The reader a partition is read with: "cudf" (libcudf decodes the Parquet pages on the worker's GPU,
+    where pylibcudf is installed) or "pyarrow" (the CPU decodes, the table is then copied to the GPU)."""
     if engine not in ("auto", "cudf", "pyarrow"):
         raise ValueError(f"expected engine 'auto', 'cudf' or 'pyarrow', got {engine!r}")
-    if engine == "pyarrow" or not on_gpu:
-        return "pyarrow"
+    if engine == "pyarrow" or not on_gpu or (engine == "auto" and device != "cuda"):
+        return "pyarrow"  # libcudf reads onto the worker's current GPU only
     try:
         import pylibcudf  # noqa: F401
     except ImportError:
@@ -124,29 +125,58 @@ def _engine(engine: str, on_gpu: bool) -> str:
     return "cudf"
 
 
+def libcudf_selection(pieces: tuple[Piece, ...]) -> tuple[list[str], list[list[int]], int, int | None]:
+    """What one libcudf read of a partition asks for: the sources, each source's row groups, and the rows to skip
+    and read (None: all). A partition is whole row groups in order (consecutive groups of a file one source) or a
+    single row range of one group (``plan`` makes no other kind)."""
+    if len(pieces) == 1:
+        (p,) = pieces
+        return [p.path], [[p.index]], p.start, p.stop - p.start
+    sources: list[str] = []
+    groups: list[list[int]] = []
+    for p in pieces:
+        if p.start != 0:
+            raise ValueError(f"expected whole row groups in a partition of {len(pieces)} pieces, got rows "
+                             f"{p.start}:{p.stop} of {p.path} row group {p.index}")
+        if sources and sources[-1] == p.path:
+            groups[-1].append(p.index)
+        else:
+            sources.append(p.path)
+            groups.append([p.index])
+    return sources, groups, 0, None
+
+
 def _read_on_gpu(pieces: tuple[Piece, ...], columns: list[str] | None) -> ArrowTable:
-    """The partition decoded on this worker's GPU by libcudf (pylibcudf), its columns taken over zero-copy
-    through ``__arrow_c_device_array__`` (RMM memory, kept alive by the columns)."""
+    """The partition decoded on this worker's GPU by libcudf (pylibcudf) in one read, whatever its row groups
+    and files (no concatenation: one chunk a column), its columns taken over zero-copy through
+    ``__arrow_c_device_array__`` (RMM memory, kept alive by the columns)."""
     import pylibcudf as plc
 
     from ...column import column
 
-    tables = []
-    for piece in pieces:
-        builder = plc.io.parquet.ParquetReaderOptions.builder(plc.io.types.SourceInfo([piece.path]))
-        options = (builder.columns(columns) if columns is not None else builder).build()
-        options.set_row_groups([[piece.index]])
-        got = plc.io.parquet.read_parquet(options)
-        names = got.column_names(include_children=False)
-        tbl = table({name: column(col) for name, col in zip(names, got.columns)})
-        if (piece.start, piece.stop) != (0, tbl.num_rows):
-            tbl = tbl[piece.start:piece.stop]
-        tables.append(tbl)
-    if len(tables) == 1:
-        return tables[0]
-    from .collection import concat_tables
+    sources, groups, skip, rows = libcudf_selection(pieces)
+    builder = plc.io.parquet.ParquetReaderOptions.builder(plc.io.types.SourceInfo(sources))
+    options = (builder.columns(columns) if columns is not None else builder).build()
+    options.set_row_groups(groups)
+    if rows is not None:
+        options.set_skip_rows(skip)
+        options.set_num_rows(rows)
+    got = plc.io.parquet.read_parquet(options)
+    want = sum(p.stop - p.start for p in pieces)
+    if got.tbl.num_rows() != want:
+        raise RuntimeError(f"libcudf read {got.tbl.num_rows():,} rows of {pieces[0].path} where the footers "
+                           f"promise {want:,}: expected the file unchanged since read_parquet planned it")
+    # libcudf marks a column without nulls non-nullable; the file's schema says what PyArrow would give
+    import pyarrow.parquet as pq
 
-    return concat_tables(tables)
+    schema = pq.read_schema(sources[0])
+    names = got.column_names(include_children=False)
+    return table({name: _as_in(schema, name, column(col)) for name, col in zip(names, got.columns)})
+
+
+def _as_in(schema: Any, name: str, col: ArrowColumn) -> ArrowColumn:
+    index = schema.get_field_index(name)
+    return col if index < 0 else col.with_nullable(schema.field(index).nullable)
 
 
 def _pyarrow_threads() -> None:
@@ -164,7 +194,10 @@ def _read_partition(pieces: tuple[Piece, ...], columns: list[str] | None, device
     import pyarrow as pa
 
     if engine == "cudf":
-        return _read_on_gpu(pieces, columns)
+        try:
+            return _read_on_gpu(pieces, columns)
+        except MemoryError as e:
+            raise _does_not_fit(None, _current_gpu(), pieces, e) from e
     if device is not None and device != "cpu":
         _pyarrow_threads()
     parts = [_read_piece(p, columns) for p in pieces]
@@ -177,24 +210,31 @@ def _read_partition(pieces: tuple[Piece, ...], columns: list[str] | None, device
     tbl = table(got)
     if device is None or device == "cpu":
         return tbl
-    if device == "cuda":  # this worker's GPU (dask-cuda gives each worker its own CUDA_VISIBLE_DEVICES)
-        from ...gpu import runtime
-
-        device = runtime.cupy().cuda.runtime.getDevice()
-    return _to_device(tbl, device, pieces)
-
-
-def _to_device(tbl: ArrowTable, device: int, pieces: tuple[Piece, ...]) -> ArrowTable:
+    device = _current_gpu() if device == "cuda" else device  # dask-cuda gives each worker its own GPU
     try:
         return tbl.to_device(device)
     except MemoryError as e:
-        free, total = _free_and_total(device)
-        raise MemoryError(
-            f"a partition of {tbl.nbytes:,} bytes ({tbl.num_rows:,} rows from {pieces[0].path} row group "
-            f"{pieces[0].index}{f' and {len(pieces) - 1} more' if len(pieces) > 1 else ''}) does not fit on GPU "
-            f"{device}: {free:,} of its {total:,} bytes free. Expected partitions well under the free memory: "
-            f"pass read_parquet a smaller partition_bytes or rows_per_partition (or leave both out), or give "
-            f"the worker more room (dask-cuda's device_memory_limit spills other partitions) ({e})") from e
+        raise _does_not_fit(tbl, device, pieces, e) from e
+
+
+def _current_gpu() -> int:
+    from ...gpu import runtime
+
+    return int(runtime.cupy().cuda.runtime.getDevice())
+
+
+def _does_not_fit(tbl: ArrowTable | None, device: int, pieces: tuple[Piece, ...], e: MemoryError) -> MemoryError:
+    """The error of a partition that does not fit on its GPU: its size and where it comes from, the GPU's free
+    memory, and the fix."""
+    free, total = _free_and_total(device)
+    rows = sum(p.stop - p.start for p in pieces)
+    size = f" of {tbl.nbytes:,} bytes" if tbl is not None else ""
+    return MemoryError(
+        f"a partition{size} ({rows:,} rows from {pieces[0].path} row group {pieces[0].index}"
+        f"{f' and {len(pieces) - 1} more' if len(pieces) > 1 else ''}) does not fit on GPU {device}: {free:,} of "
+        f"its {total:,} bytes free. Expected partitions well under the free memory: pass read_parquet a smaller "
+        f"partition_bytes or rows_per_partition (or leave both out), or give the worker more room (dask-cuda's "
+        f"device_memory_limit spills other partitions) ({e})")
 
 
 def _free_and_total(device: int) -> tuple[int, int]:
@@ -211,7 +251,7 @@ def _free_and_total(device: int) -> tuple[int, int]:
 
 def read_parquet(path: str | list[str], columns: list[str] | None = None, device: int | str | None = None, *,
                  partition_bytes: int | None = None, rows_per_partition: int | None = None,
-                 working_set: float = DEFAULT_WORKING_SET, engine: str = "pyarrow") -> PartitionedTable:
+                 working_set: float = DEFAULT_WORKING_SET, engine: str = "auto") -> PartitionedTable:
     """A :class:`PartitionedTable` over the Parquet files at ``path`` (a file, a glob pattern, a directory of
     ``*.parquet`` files, or a list of files). ``device``: ``None`` / ``"cpu"`` keeps partitions in CPU memory,
     ``"cuda"`` puts each on its worker's current GPU, an int on that GPU.
@@ -224,10 +264,12 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None, device
     read, uncompressed) or ``rows_per_partition`` sets the target instead; a choice that makes tasks
     overhead-bound gives a :class:`~arrowdev.dask.PartitionSizeWarning`. The footers are read here.
 
-    ``engine``: who decodes the Parquet pages. ``"pyarrow"`` (default): PyArrow on the worker's CPU, then a copy
-    to the GPU; ``"cudf"``: libcudf on the worker's GPU (pylibcudf; its columns taken over zero-copy), for GPU
-    partitions; ``"auto"``: "cudf" for GPU partitions where pylibcudf is installed, else "pyarrow". Decoding is
-    most of the work of a job that reads and transforms (docs/distributed.md has the measures).
+    ``engine``: who decodes the Parquet pages. ``"auto"`` (default): libcudf on the worker's GPU for
+    ``device="cuda"`` where pylibcudf is installed (as dask-cudf does), else PyArrow; ``"cudf"``: libcudf, one
+    read a partition whatever its row groups and files, its columns taken over zero-copy (RMM memory), an
+    ImportError naming the package where pylibcudf is missing; ``"pyarrow"``: PyArrow on the worker's CPU (up
+    to 8 cores), then a copy to the GPU. Decoding is most of the work of a job that reads and transforms
+    (docs/distributed.md has the measures).
     """
     if device not in (None, "cpu", "cuda") and not isinstance(device, int):
         raise ValueError(f"expected device None, 'cpu', 'cuda' or a GPU index, got {device!r}")
@@ -245,7 +287,7 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None, device
     if partition_bytes is not None or rows_per_partition is not None:
         warn_if_overhead_bound(partition_sizes(partitions, groups), on_gpu, auto)
     n = len(partitions)
-    reader = _engine(engine, on_gpu)
+    reader = _engine(engine, on_gpu, device)
     if reader == "cudf" and device not in ("cuda", None):
         raise ValueError(f"engine 'cudf' reads onto each worker's current GPU: expected device='cuda', got {device!r}")
     return from_map(_read_partition, partitions, [columns] * n, [device] * n, [reader] * n)
