@@ -63,28 +63,33 @@ def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutpu
     if output.sink is not None and len(starts) > 1:
         first = min(rows // 4, n // FIRST_RANGE) // _ALIGN * _ALIGN
         starts = [0, *range(max(first, _ALIGN), n, rows)]
-    while k < len(starts):
-        start = starts[k]
-        b = (starts[k + 1] if k + 1 < len(starts) else n) - start
-        if pipe is not None:
-            pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values)
-            output.add_batch(start, b, strings=False)
-            k += 1
-            if k == len(starts):
-                again = pipe.settle(starts)
-                arena, pipe = pipe.arena, None
-                k = len(starts) if again is None else again
-            continue
-        arena = _launch(plan, inputs, mem, output, start, b, arena)
-        output.add_batch(start, b)
-        k += 1
-        if k == 1 and output.sink is not None and k < len(starts):
-            # the first range measured what a row's strings take: the later ranges sized from that
-            rows = min(batch_rows(plan, inputs, mem, n, output.sink.nbytes_per_row(b)), rows)
-            starts = [0, *range(b, n, rows)]
-            pipe = output.sink.pipeline(arena, b, rows, len(starts))
+    try:
+        while k < len(starts):
+            start = starts[k]
+            b = (starts[k + 1] if k + 1 < len(starts) else n) - start
             if pipe is not None:
-                arena = None  # the pipeline's now (or dropped, where the first range's was too small for it)
+                pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values)
+                output.add_batch(start, b, strings=False)
+                k += 1
+                if k == len(starts):
+                    again = pipe.settle(starts)
+                    arena, pipe = pipe.arena, None
+                    k = len(starts) if again is None else again
+                continue
+            arena = _launch(plan, inputs, mem, output, start, b, arena)
+            output.add_batch(start, b)
+            k += 1
+            if k == 1 and output.sink is not None and k < len(starts):
+                # the first range measured what a row's strings take: the later ranges sized from that
+                rows = min(batch_rows(plan, inputs, mem, n, output.sink.nbytes_per_row(b)), rows)
+                starts = [0, *range(b, n, rows)]
+                pipe = output.sink.pipeline(arena, b, rows, len(starts))
+                if pipe is not None:
+                    arena = None  # the pipeline's now (or dropped, where the first range's was too small for it)
+    except BaseException:
+        if pipe is not None:  # ranges queued, not yet waited for
+            pipe.abandon()
+        raise
 
 
 def _strings_in(inputs: list[Input]) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...core.types import DataType
+from ...gpu import memory as device_memory, runtime
 from ..compile.strings.meminfo_layout import ArenaWord
 from . import string_results as results
 from .string_results import Arena, _address, _as_array, _gather, _on, _scalar, _views
@@ -262,6 +263,11 @@ class Pipeline:
         with mem.on_device():
             event.record(mem.stream)
         self.seen.append((start + b, event))
+
+    def abandon(self) -> None:
+        """An error left the ranges queued: the pinned block their lengths are copied to is kept until those
+        copies ran (``settle`` waits for them; freed before, the pool would hand it out while they write)."""
+        device_memory.keep_until(runtime.SyncEvent(self.mem.stream, self.mem.device.id), self.lengths)
 
     def settle(self, starts: list[int]) -> int | None:
         """Reads the flags: None when every range held, else the index of the first that did not (the sink is
