@@ -157,17 +157,21 @@ def test_piece_is_a_plain_tuple():
 
 def test_a_partition_is_one_libcudf_read():
     """Each partition plan makes becomes one libcudf read: consecutive row groups of a file one source, the
-    files in order, a row range as rows skipped and read within its one group."""
+    files in order, a whole group by its index, a row range as rows of its file to skip and read (libcudf takes
+    no row groups beside rows to skip)."""
     groups = [RowGroup("a", 0, 100, 10), RowGroup("a", 1, 100, 10), RowGroup("b", 0, 100, 10),
-              RowGroup("c", 0, 1000, 100)]
-    merged, *cut = plan(groups, target_rows=300)
-    assert parquet.libcudf_selection(merged) == (["a", "b"], [[0, 1], [0]], 0, None)
-    assert [parquet.libcudf_selection(p) for p in cut] == [(["c"], [[0]], 0, 250), (["c"], [[0]], 250, 250),
-                                                          (["c"], [[0]], 500, 250), (["c"], [[0]], 750, 250)]
+              RowGroup("c", 0, 1000, 100), RowGroup("c", 1, 300, 30)]
+    merged, *cut, whole = plan(groups, target_rows=300)
+    c_rows = [1000, 300]
+    assert parquet.libcudf_selection(merged, [100, 100]) == (["a", "b"], [[0, 1], [0]], 0, None)
+    assert [parquet.libcudf_selection(p, c_rows) for p in cut] == [(["c"], None, 0, 250), (["c"], None, 250, 250),
+                                                                   (["c"], None, 500, 250), (["c"], None, 750, 250)]
+    assert parquet.libcudf_selection(whole, c_rows) == (["c"], [[1]], 0, None)
+    assert parquet.libcudf_selection((Piece("c", 1, 100, 200),), c_rows) == (["c"], None, 1100, 100)
     again = plan([RowGroup("a", 0, 100, 10), RowGroup("b", 0, 100, 10), RowGroup("a", 1, 100, 10)], target_rows=300)
-    assert parquet.libcudf_selection(again[0]) == (["a", "b", "a"], [[0], [0], [1]], 0, None)  # the order kept
+    assert parquet.libcudf_selection(again[0], [100, 100]) == (["a", "b", "a"], [[0], [0], [1]], 0, None)
     with pytest.raises(ValueError, match="expected whole row groups"):
-        parquet.libcudf_selection((Piece("a", 0, 0, 10), Piece("a", 1, 5, 10)))
+        parquet.libcudf_selection((Piece("a", 0, 0, 10), Piece("a", 1, 5, 10)), [10, 10])
 
 
 def test_the_engine_is_checked_and_cpu_partitions_are_read_by_pyarrow(tmp_path):

@@ -125,13 +125,17 @@ def _engine(engine: str, on_gpu: bool, device: int | str | None) -> str:
     return "cudf"
 
 
-def libcudf_selection(pieces: tuple[Piece, ...]) -> tuple[list[str], list[list[int]], int, int | None]:
+def libcudf_selection(pieces: tuple[Piece, ...], group_rows: list[int]) -> tuple[list[str], list[list[int]] | None,
+                                                                              int, int | None]:
     """What one libcudf read of a partition asks for: the sources, each source's row groups, and the rows to skip
     and read (None: all). A partition is whole row groups in order (consecutive groups of a file one source) or a
-    single row range of one group (``plan`` makes no other kind)."""
+    single row range of one group (``plan`` makes no other kind). ``group_rows``: the rows of each row group of
+    the first piece's file. libcudf takes no row groups beside rows to skip, so a range is rows of its file."""
     if len(pieces) == 1:
         (p,) = pieces
-        return [p.path], [[p.index]], p.start, p.stop - p.start
+        if p.start == 0 and p.stop == group_rows[p.index]:
+            return [p.path], [[p.index]], 0, None
+        return [p.path], None, sum(group_rows[:p.index]) + p.start, p.stop - p.start
     sources: list[str] = []
     groups: list[list[int]] = []
     for p in pieces:
@@ -150,14 +154,18 @@ def _read_on_gpu(pieces: tuple[Piece, ...], columns: list[str] | None) -> ArrowT
     """The partition decoded on this worker's GPU by libcudf (pylibcudf) in one read, whatever its row groups
     and files (no concatenation: one chunk a column), its columns taken over zero-copy through
     ``__arrow_c_device_array__`` (RMM memory, kept alive by the columns)."""
+    import pyarrow.parquet as pq
     import pylibcudf as plc
 
     from ...column import column
 
-    sources, groups, skip, rows = libcudf_selection(pieces)
+    footer = pq.read_metadata(pieces[0].path)
+    group_rows = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+    sources, groups, skip, rows = libcudf_selection(pieces, group_rows)
     builder = plc.io.parquet.ParquetReaderOptions.builder(plc.io.types.SourceInfo(sources))
     options = (builder.columns(columns) if columns is not None else builder).build()
-    options.set_row_groups(groups)
+    if groups is not None:
+        options.set_row_groups(groups)
     if rows is not None:
         options.set_skip_rows(skip)
         options.set_num_rows(rows)
@@ -167,9 +175,7 @@ def _read_on_gpu(pieces: tuple[Piece, ...], columns: list[str] | None) -> ArrowT
         raise RuntimeError(f"libcudf read {got.tbl.num_rows():,} rows of {pieces[0].path} where the footers "
                            f"promise {want:,}: expected the file unchanged since read_parquet planned it")
     # libcudf marks a column without nulls non-nullable; the file's schema says what PyArrow would give
-    import pyarrow.parquet as pq
-
-    schema = pq.read_schema(sources[0])
+    schema = footer.schema.to_arrow_schema()
     names = got.column_names(include_children=False)
     return table({name: _as_in(schema, name, column(col)) for name, col in zip(names, got.columns)})
 
