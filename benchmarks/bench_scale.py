@@ -493,6 +493,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         for k in sorted({len(files)} | {partitions * n // max(gpus) for n in gpus}):
             references[k] = scale_job.run_in_process(files[:k])
     out: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
     extra = {"gpus": gpus, "dataset_rows": rows, "partitions": partitions, "bytes_per_row": bytes_per_row,
              "protocol": args.protocol, "device_memory_limit": args.device_memory_limit,
              "partitioning": args.partitioning, "arrowdev_engine": args.engine}
@@ -509,7 +510,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                     if mode == "weak" and len(chosen) == len(files) and same:  # the strong run's data: not again
                         got = [{**same[0], "mode": "weak"}]
                     else:
-                        got = measure(client, engine, mode, chosen, n, args, bytes_per_row)
+                        try:
+                            got = measure(client, engine, mode, chosen, n, args, bytes_per_row)
+                        except Exception as e:  # one engine's failure (out of memory) is reported, the rest goes on
+                            first = str(e).splitlines()[0][:300] if str(e) else ""
+                            failures.append({"engine": engine.label, "mode": mode, "gpus": n,
+                                             "error": f"{type(e).__name__}: {first}"})
+                            print(f"{engine.label} {mode} on {n} GPUs failed: {failures[-1]['error']}", flush=True)
+                            client.run(_release_memory)
+                            continue
                     for r in got:
                         r["host_ms_per_task"] = host_ms[engine.label]
                         r["numeric"] = engine.numeric or "arrowdev UDF"
@@ -517,10 +526,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                             r["host_link_gbps"] = link
                     out.extend(got)
                     client.run(_release_memory)
+        # after each GPU count: a run cut short keeps what it measured
         derive(out, dict(references))
         print_table(out, "dask-pandas" if args.cpu else "dask-cudf")
         machine = "CPU: " + platform.node() if args.cpu else _gpu_name()
-        record.write(args.json, "bench_scale", machine, out, **extra)
+        record.write(args.json, "bench_scale", machine, out, **extra, failures=failures)
     return out
 
 

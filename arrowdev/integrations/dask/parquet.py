@@ -163,7 +163,9 @@ def _read_on_gpu(pieces: tuple[Piece, ...], columns: list[str] | None) -> ArrowT
     group_rows = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
     sources, groups, skip, rows = libcudf_selection(pieces, group_rows)
     builder = plc.io.parquet.ParquetReaderOptions.builder(plc.io.types.SourceInfo(sources))
-    options = (builder.columns(columns) if columns is not None else builder).build()
+    if columns is not None:  # column_names since cuDF 26 (columns, deprecated, before)
+        builder = builder.column_names(columns) if hasattr(builder, "column_names") else builder.columns(columns)
+    options = builder.build()
     if groups is not None:
         options.set_row_groups(groups)
     if rows is not None:
