@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import sys
 import warnings
 
 import numpy as np
@@ -181,3 +182,13 @@ def test_the_engine_is_checked_and_cpu_partitions_are_read_by_pyarrow(tmp_path):
     # CPU partitions never go to libcudf, whatever the engine asked for
     assert add.read_parquet(paths, engine="cudf").compute(scheduler="sync").equals(
         add.read_parquet(paths, engine="pyarrow").compute(scheduler="sync"))
+
+
+def test_libcudf_decoding_without_pylibcudf_names_the_extra(tmp_path, monkeypatch):
+    paths = _write(tmp_path, files=1, rows=100, row_group=50)
+    monkeypatch.setitem(sys.modules, "pylibcudf", None)  # import pylibcudf raises ImportError
+    with pytest.raises(ImportError, match=r"engine='cudf' needs pylibcudf: pip install 'arrowdev\[cudf13\]'"):
+        add.read_parquet(paths, device="cuda", engine="cudf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # auto falls back to PyArrow without a word: no pylibcudf is no mistake
+        assert add.read_parquet(paths, device="cuda").npartitions == 1

@@ -119,8 +119,8 @@ def _engine(engine: str, on_gpu: bool, device: int | str | None) -> str:
         import pylibcudf  # noqa: F401
     except ImportError:
         if engine == "cudf":
-            raise ImportError("engine='cudf' needs pylibcudf: pip install pylibcudf-cu13 (RAPIDS), or use "
-                              "engine='pyarrow'") from None
+            raise ImportError("engine='cudf' needs pylibcudf: pip install 'arrowdev[cudf13]' (pylibcudf-cu13, "
+                              "RAPIDS), or use engine='pyarrow'") from None
         return "pyarrow"
     return "cudf"
 
