@@ -6,8 +6,9 @@ workers' GPUs, three UDFs over each partition, and a reduction gathered to the c
 
 The job, partition by partition (one Dask task for each step; nothing leaves its worker but a few numbers):
 
-1. ``arrowdev.dask.read_parquet(files, device="cuda")``: the row groups, read on the workers, each copied to
-   its worker's GPU (``device=None`` keeps them in CPU memory);
+1. ``arrowdev.dask.read_parquet(files, device="cuda")``: the row groups, read on the workers onto each
+   worker's GPU: decoded there by libcudf where pylibcudf is installed (``arrowdev[cudf13]``), else by PyArrow on
+   the worker's CPU and copied over (``device=None`` keeps them in CPU memory);
 2. :func:`transform`: ``y`` from a numeric UDF, ``shout`` from a UDF making new strings, ``hit`` from a UDF
    reading two string columns (the filter);
 3. :func:`partition_stats`: per partition the row count, sums and counts (on the GPU with CuPy);
