@@ -490,3 +490,28 @@ def test_gpu_the_scale_job_on_several_gpus_equals_in_process(tmp_path):
         close_workers(cluster)
     assert close(got, job.run_in_process(files, device="cuda"))  # sums may differ in the last place (chunking)
     assert close(got, pyarrow_stats(files))
+
+
+def test_a_partitions_chain_of_steps_is_one_task(tmp_path):
+    """read_parquet then two map_partitions: the optimized graph runs each partition's chain as one task (the
+    other keys only name its result), and Dask's optimization.fuse.active = False keeps the steps apart."""
+    pq.write_table(_table(2000).to_pyarrow(), tmp_path / "d.parquet", row_group_size=500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", add.PartitionSizeWarning)
+        parts = add.read_parquet(str(tmp_path / "d.parquet"), rows_per_partition=500)
+    out = parts.map_partitions(_pipeline).map_partitions(lambda t: t.append_column("z", t.column("a")))
+
+    def work(graph):  # the tasks that call something, not the names of other tasks' results
+        return [k for k, v in dict(graph).items() if type(v).__name__ != "Alias"]
+
+    keys = out.__dask_keys__()
+    assert len(work(out.__dask_graph__())) == 12
+    assert len(work(out.__dask_optimize__(out.__dask_graph__(), keys))) == 4
+    with dask.config.set({"optimization.fuse.active": False}):
+        assert len(work(out.__dask_optimize__(out.__dask_graph__(), keys))) == 12
+    fused = dask.compute(*out.to_delayed(), scheduler="sync")
+    apart = dask.compute(*out.to_delayed(optimize_graph=False), scheduler="sync")
+    assert [t.to_pyarrow() for t in fused] == [t.to_pyarrow() for t in apart]
+    assert out.compute(scheduler="sync").equals(_pipeline(ad.table(pq.read_table(tmp_path / "d.parquet")))
+                                               .append_column("z", _pipeline(ad.table(pq.read_table(
+                                                   tmp_path / "d.parquet"))).column("a")))

@@ -57,7 +57,21 @@ class _Partitioned(DaskMethodsMixin):
 
     @staticmethod
     def __dask_optimize__(graph: Any, keys: Any, **kwargs: Any) -> Any:
-        return graph
+        """The tasks the keys need, each chain of partition-wise steps (read, then map_partitions, ...) fused
+        into one task (as dask.array and dask.bag fuse theirs): a partition's intermediate tables are never
+        stored, sized or scheduled on their own. ``optimization.fuse.active = False`` in Dask's config keeps them
+        apart."""
+        from dask.core import flatten
+
+        wanted = list(flatten(keys))
+        culled = graph.cull(set(wanted)) if isinstance(graph, HighLevelGraph) else graph
+        try:  # what dask.bag and dask.array fuse with (not exported by Dask: without it, nothing is fused)
+            from dask._task_spec import convert_legacy_graph, fuse_linear_task_spec
+        except ImportError:
+            return culled
+        if dask.config.get("optimization.fuse.active") is False:
+            return culled
+        return fuse_linear_task_spec(convert_legacy_graph(dict(culled)), wanted)  # persisted parts: futures
 
     __dask_scheduler__ = staticmethod(dask.threaded.get)
 
@@ -80,11 +94,16 @@ class _Partitioned(DaskMethodsMixin):
         (:func:`arrowdev.column`), zero-copy."""
         return map_partitions(func, self, *args, output=type(self), **kwargs)
 
-    def to_delayed(self) -> list[Any]:
-        """One ``dask.delayed`` object per partition."""
+    def to_delayed(self, optimize_graph: bool = True) -> list[Any]:
+        """One ``dask.delayed`` object per partition; with ``optimize_graph`` (as dask.dataframe's) over the
+        optimized graph: each partition's chain of steps one task."""
         from dask.delayed import Delayed
 
-        return [Delayed(key, self.dask, layer=self.name) for key in self.__dask_keys__()]
+        keys = self.__dask_keys__()
+        if not optimize_graph:
+            return [Delayed(key, self.dask, layer=self.name) for key in keys]
+        graph = HighLevelGraph.from_collections(self.name, self.__dask_optimize__(self.dask, keys), dependencies=())
+        return [Delayed(key, graph, layer=self.name) for key in keys]
 
 
 class PartitionedTable(_Partitioned):
