@@ -173,6 +173,8 @@ def test_a_partition_is_one_libcudf_read():
     assert parquet.libcudf_selection(again[0], [100, 100]) == (["a", "b", "a"], [[0], [0], [1]], 0, None)
     with pytest.raises(ValueError, match="expected whole row groups"):
         parquet.libcudf_selection((Piece("a", 0, 0, 10), Piece("a", 1, 5, 10)), [10, 10])
+    with pytest.raises(ValueError, match="expected c to have row group 2 of at least 300 rows.*2 row groups now"):
+        parquet.libcudf_selection((Piece("c", 2, 0, 300),), c_rows)  # the file rewritten since planned
 
 
 def test_the_engine_is_checked_and_cpu_partitions_are_read_by_pyarrow(tmp_path):

@@ -133,6 +133,9 @@ def libcudf_selection(pieces: tuple[Piece, ...], group_rows: list[int]) -> tuple
     the first piece's file. libcudf takes no row groups beside rows to skip, so a range is rows of its file."""
     if len(pieces) == 1:
         (p,) = pieces
+        if not 0 <= p.index < len(group_rows) or p.stop > group_rows[p.index]:
+            raise ValueError(f"expected {p.path} to have row group {p.index} of at least {p.stop:,} rows, as when "
+                             f"read_parquet planned it; it has {len(group_rows)} row groups now: read it again")
         if p.start == 0 and p.stop == group_rows[p.index]:
             return [p.path], [[p.index]], 0, None
         return [p.path], None, sum(group_rows[:p.index]) + p.start, p.stop - p.start
