@@ -309,8 +309,8 @@ def finish_range(n, batch, totals, parity, out, start, limit, state, flags, k):
             out[start + i] = value
         if i == n - 1:
             totals[1 - parity] = value
-            flags[k] = 1 if value > limit or state[2] > state[1] else 0
-"""
+            flags[k] = 1 if value > limit or state[CLAIMED] > state[CAPACITY] else 0
+""".replace("CLAIMED", str(int(ArenaWord.CLAIMED))).replace("CAPACITY", str(int(ArenaWord.CAPACITY)))
 
 _kernels: dict[tuple[str, str], Any] = {}
 

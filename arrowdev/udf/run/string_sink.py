@@ -14,7 +14,7 @@ import numpy as np
 
 from ...core.types import DataType
 from ...gpu import memory as device_memory, runtime
-from ..compile.strings.meminfo_layout import ArenaWord
+from ..compile.strings.meminfo_layout import STATE_WORDS
 from . import string_results as results
 from .string_results import Arena, _address, _as_array, _gather, _on, _scalar, _views
 
@@ -209,7 +209,7 @@ class Pipeline:
             self.totals = cp.full(2, sink.total, dtype=np.int64)  # the data's length before / after a range
             self.flags = cp.zeros(ranges, dtype=np.int8)
             self.batch = cp.zeros(rows + 1, dtype=np.int64)
-            self.no_arena = cp.zeros(len(ArenaWord), dtype=np.int64)  # an arena state that never overflows
+            self.no_arena = cp.zeros(STATE_WORDS, dtype=np.int64)  # an arena state that never overflows
         self.parity = 0  # totals[parity]: the length before the next range
 
     def _learn(self, k: int, end: int) -> None:
