@@ -240,9 +240,9 @@ def test_gpu_string_outputs_over_many_ranges_equal_python(small_ranges, string_t
 
 @pytest.mark.gpu
 def test_gpu_a_rate_learned_on_another_column_maps_little_past_the_output():
-    """The kernel's last call ran over strings 8x longer: the next call's ranges are queued from the first with
-    that rate, and its output's data room grows with the lengths measured as ranges complete, so it maps a few
-    ranges' worth too much, not 8x the output."""
+    """The kernel's last call ran over strings 8x longer: the next call's short first range measures this
+    column's rate, the later ranges are sized and mapped from it, and the data room grows with the lengths
+    measured as ranges complete, so it maps a few ranges' worth too much, not 8x the output."""
     f = lambda s: s + "!"  # noqa: E731
     ad.column(pa.array(["y" * 120] * 300_000)).to_device().apply(f)  # learns about 121 bytes a row
     source = strings(10**7, nulls=False)  # 4 to 15 bytes a row
