@@ -78,6 +78,74 @@ def test_every_row_once_and_in_order():
             assert nbytes <= target or len(part) == 1  # only a cut piece of one row group may pass it (by rounding)
 
 
+@pytest.mark.parametrize(("total", "target", "workers", "gpu", "expected"), [
+    (13_700_000_000, 1_712_500_000, 4, True, 8),   # total / (2 * workers): already a multiple
+    (30 * 10**9, 5 * GiB, 4, True, 8),             # 6 by the memory's ceiling: rounded up to 8 for 4 workers
+    (5 * 10**9, 10**9, 4, True, 5),                # 8 would go under the floor of 1 GB: 5 stay
+    (10**6, 10**9, 4, True, 1),                    # little data: one partition
+    (10**9, 250_000_000, 3, False, 6),             # CPU: 4 by the target, 6 for 3 workers (167 MB > 50 MB)
+])
+def test_the_count_is_a_multiple_of_the_workers_above_the_floor(total, target, workers, gpu, expected):
+    assert partitions.partition_count(total, target, workers, gpu) == expected
+
+
+def test_balanced_plan_gives_every_worker_as_much():
+    # 16 files a few bytes apart in size (as real files are): the target's greedy merge makes 9 or more
+    # partitions of 8 workers' worth; the balanced plan 8 pairs
+    groups = [RowGroup(f"f{i}", 0, 1000 + i, 34_000 + 17 * i) for i in range(16)]
+    total = sum(g.nbytes for g in groups)
+    assert len(plan(groups, target_bytes=-(-total // 8))) > 8
+    parts = partitions.plan_balanced(groups, 8)
+    assert [[p.path for p in part] for part in parts] == [[f"f{2 * k}", f"f{2 * k + 1}"] for k in range(8)]
+    # a row group a bit past a slice stays whole; one of 1.5 slices or more is cut into equal row ranges
+    uneven = [RowGroup("a", 0, 100, 1_100), RowGroup("b", 0, 100, 900), RowGroup("c", 0, 300, 3_000)]
+    assert _pieces(partitions.plan_balanced(uneven, 5)) == [
+        [("a", 0, 0, 100)], [("b", 0, 0, 100)], [("c", 0, 0, 100)], [("c", 0, 100, 200)], [("c", 0, 200, 300)]]
+    # the memory's ceiling splits what the slices would merge, and cuts what it cannot hold
+    assert _pieces(partitions.plan_balanced(groups[:4], 1, limit_bytes=70_000)) == [
+        [("f0", 0, 0, 1000), ("f1", 0, 0, 1001)], [("f2", 0, 0, 1002), ("f3", 0, 0, 1003)]]
+    assert _pieces(partitions.plan_balanced(groups[:1], 1, limit_bytes=20_000)) == [
+        [("f0", 0, 0, 500)], [("f0", 0, 500, 1000)]]
+    with pytest.raises(ValueError, match="partition count of at least 1"):
+        partitions.plan_balanced(groups, 0)
+
+
+def test_balanced_plan_reads_every_row_once_in_order_within_the_ceiling():
+    rng = random.Random(11)
+    for _ in range(200):
+        groups = [RowGroup(f"f{i // 3}", i % 3, rows, rows * rng.randint(1, 40))
+                  for i, rows in enumerate(rng.randint(1, 5000) for _ in range(rng.randint(1, 12)))]
+        limit = rng.randint(1_000, 200_000)
+        parts = partitions.plan_balanced(groups, rng.randint(1, 10), limit_bytes=limit)
+        covered = {}
+        for p in (p for part in parts for p in part):
+            covered.setdefault((p.path, p.index), []).append((p.start, p.stop))
+        assert list(covered) == [(g.path, g.index) for g in groups]
+        for g in groups:
+            ranges = covered[g.path, g.index]
+            assert ranges[0][0] == 0 and ranges[-1][1] == g.rows
+            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        row_bytes = {(g.path, g.index): -(-g.nbytes // g.rows) for g in groups}
+        for (rows, nbytes), part in zip(partitions.partition_sizes(parts, groups), parts):
+            # a cut piece may pass the ceiling by a row (rows are cut, not bytes)
+            assert nbytes <= limit or len(part) == 1 and nbytes <= limit + row_bytes[part[0].path, part[0].index]
+
+
+def test_read_parquet_gives_every_worker_as_many_partitions(tmp_path, monkeypatch):
+    # 4 workers of ample memory, and a floor low enough for these small files (the rule's numbers otherwise)
+    monkeypatch.setattr(parquet, "cluster_memory", lambda on_gpu, device=None: (64 * GiB, 4))
+    monkeypatch.setattr(partitions, "MIN_TASK_SECONDS", 1e-9)
+    paths = []
+    for i in range(16):
+        t = pa.table({"id": np.arange(i * 2000, i * 2000 + 1000 + i)})  # sizes a few rows apart
+        pq.write_table(t, tmp_path / f"p{i:02d}.parquet")
+        paths.append(str(tmp_path / f"p{i:02d}.parquet"))
+    parts = add.read_parquet(paths)
+    assert parts.npartitions == 8
+    want = [v for p in paths for v in pq.read_table(p).column("id").to_pylist()]
+    assert parts.compute(scheduler="sync").column("id").to_pylist() == want
+
+
 @pytest.mark.parametrize("kwargs", [{}, {"target_bytes": 1, "target_rows": 1}, {"target_bytes": 0},
                                     {"target_rows": -5}, {"target_rows": 2.5}])
 def test_plan_refuses_bad_targets(kwargs):

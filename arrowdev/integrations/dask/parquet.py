@@ -14,8 +14,11 @@ from .partitions import (
     DEFAULT_WORKING_SET,
     Piece,
     RowGroup,
+    max_partition_bytes,
+    partition_count,
     partition_sizes,
     plan,
+    plan_balanced,
     target_partition_bytes,
     warn_if_overhead_bound,
 )
@@ -290,11 +293,15 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None, device
     groups = row_groups(_files(path), columns)
     on_gpu = device not in (None, "cpu")
     memory, workers = cluster_memory(on_gpu, device)
-    auto = target_partition_bytes(sum(g.nbytes for g in groups), memory, workers, on_gpu, working_set)
+    total = sum(g.nbytes for g in groups)
+    auto = target_partition_bytes(total, memory, workers, on_gpu, working_set)
     if rows_per_partition is not None:
         partitions = plan(groups, target_rows=rows_per_partition)
-    else:
-        partitions = plan(groups, target_bytes=partition_bytes if partition_bytes is not None else auto)
+    elif partition_bytes is not None:
+        partitions = plan(groups, target_bytes=partition_bytes)
+    else:  # as many partitions on every worker, as equal as the row groups allow
+        partitions = plan_balanced(groups, partition_count(total, auto, workers, on_gpu),
+                                   max_partition_bytes(memory, working_set))
     if partition_bytes is not None or rows_per_partition is not None:
         warn_if_overhead_bound(partition_sizes(partitions, groups), on_gpu, auto)
     n = len(partitions)

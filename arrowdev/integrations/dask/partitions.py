@@ -12,11 +12,17 @@ The rule, in bytes of the columns read (Parquet's uncompressed size of those col
   being computed, results its dependents have not used yet, the next one read), each with a working set of
   ``working_set`` times its input (the UDFs' outputs and temporaries; 4 by default): :func:`max_partition_bytes`
   = the worker's memory / 16 (a GPU's memory with one worker a GPU; a CPU worker's memory limit);
-- **balance**: at least two partitions a worker where the data allows it;
+- **balance**: at least two partitions a worker where the data allows it, and as many partitions on every worker:
+  a count that is a multiple of the workers, the partitions as equal as the row groups allow (a worker left
+  with one partition fewer idles for a partition's time: measured, 11 partitions on 4 GPUs ran 0.67x of a
+  peer that had 16, docs/distributed.md).
 
 :func:`target_partition_bytes` = ``min(ceiling, max(floor, total / (2 * workers)))``; the ceiling wins where a
-small GPU puts it under the floor. :func:`plan` then walks the row groups in order: row groups are merged into a
-partition while they fit the target, and a row group larger than the target is cut into equal row ranges.
+small GPU puts it under the floor. :func:`partition_count` turns it into a count, rounded up to a multiple of
+the workers where the partitions stay above the floor, and :func:`plan_balanced` cuts the row groups, in order,
+into that many slices of equal bytes: a row group goes to the slice its middle falls in, and one larger than a
+slice is cut into equal row ranges. A user's target goes to :func:`plan`, which merges row groups into a
+partition while they fit the target.
 
 A user's ``partition_bytes`` / ``rows_per_partition`` replaces the target; when it makes the partitions smaller
 than the floor (and more than one), :func:`warn_if_overhead_bound` raises a :class:`PartitionSizeWarning`.
@@ -37,8 +43,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 __all__ = ["DASK_ROUND_TRIP_SECONDS", "MIN_TASK_SECONDS", "PARTITIONS_IN_FLIGHT", "PartitionSizeWarning", "Piece",
-           "RowGroup", "WORK_BYTES_PER_SECOND", "max_partition_bytes", "min_partition_bytes", "plan",
-           "target_partition_bytes", "warn_if_overhead_bound"]
+           "RowGroup", "WORK_BYTES_PER_SECOND", "max_partition_bytes", "min_partition_bytes", "partition_count",
+           "plan", "plan_balanced", "target_partition_bytes", "warn_if_overhead_bound"]
 
 DASK_ROUND_TRIP_SECONDS = 0.006
 """distributed's own cost of a task, submitted to done (docs/distributed.md, "Whose the round trip is")."""
@@ -99,6 +105,68 @@ def target_partition_bytes(total_bytes: int, memory_bytes: int, workers: int, on
     """
     balance = math.ceil(total_bytes / (2 * max(1, workers)))
     return max(1, min(max_partition_bytes(memory_bytes, working_set), max(min_partition_bytes(on_gpu), balance)))
+
+
+def partition_count(total_bytes: int, target_bytes: int, workers: int, on_gpu: bool) -> int:
+    """How many partitions of about ``target_bytes`` the data makes, rounded up to a multiple of ``workers``
+    where the partitions stay at or above :func:`min_partition_bytes` (every worker then gets as many).
+
+    >>> partition_count(13_700_000_000, 1_712_500_000, workers=4, on_gpu=True)  # total / (2 * workers): 8
+    8
+    >>> partition_count(30 * 10**9, 5 * 2**30, workers=4, on_gpu=True)         # 6 by the target: 8 for 4 workers
+    8
+    >>> partition_count(5 * 10**9, 1_000_000_000, workers=4, on_gpu=True)      # 8 would go under the floor
+    5
+    """
+    count = max(1, math.ceil(total_bytes / max(1, target_bytes)))
+    workers = max(1, workers)
+    even = math.ceil(count / workers) * workers
+    if count > 1 and even != count and total_bytes / even >= min_partition_bytes(on_gpu):
+        return even
+    return count
+
+
+def plan_balanced(row_groups: Sequence[RowGroup], count: int, limit_bytes: int | None = None) -> list[tuple[Piece, ...]]:
+    """About ``count`` partitions of equal bytes: the row groups in order, each in the slice (of ``total /
+    count`` bytes) its middle falls in, and none past ``limit_bytes`` (the memory's ceiling); a row group of
+    1.5 slices or more (or past the limit) cut into about ``size / slice`` equal row ranges, each a partition
+    of its own.
+
+    >>> groups = [RowGroup("f", i, rows=10, nbytes=100 + i) for i in range(16)]
+    >>> [len(part) for part in plan_balanced(groups, 8)]
+    [2, 2, 2, 2, 2, 2, 2, 2]
+    >>> [[(p.start, p.stop) for p in part] for part in plan_balanced([RowGroup("f", 0, 90, 900)], 3)]
+    [[(0, 30)], [(30, 60)], [(60, 90)]]
+    """
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        raise ValueError(f"expected a partition count of at least 1, got {count!r}")
+    total = sum(g.nbytes for g in row_groups)
+    width = total / count if total else 1.0
+    limit = limit_bytes if limit_bytes is not None else math.inf
+    partitions: list[tuple[Piece, ...]] = []
+    current: list[Piece] = []
+    current_slice, before, held = -1, 0, 0
+    for group in row_groups:
+        middle = before + group.nbytes / 2
+        before += group.nbytes
+        pieces = max(round(group.nbytes / width), math.ceil(group.nbytes / limit), 1)
+        if pieces > 1:
+            if current:
+                partitions.append(tuple(current))
+                current, held = [], 0
+            partitions.extend((Piece(group.path, group.index, a, b),) for a, b in _cut(group.rows, pieces))
+            current_slice = -1
+            continue
+        index = min(count - 1, int(middle // width))
+        if current and (index != current_slice or held + group.nbytes > limit):
+            partitions.append(tuple(current))
+            current, held = [], 0
+        current_slice = index
+        current.append(Piece(group.path, group.index, 0, group.rows))
+        held += group.nbytes
+    if current:
+        partitions.append(tuple(current))
+    return partitions
 
 
 def _cut(rows: int, parts: int) -> list[tuple[int, int]]:
