@@ -467,6 +467,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--memory-limit", default="100GB", help="host memory per worker (GPU clusters)")
     parser.add_argument("--rmm-pool-size", default=None, help="an RMM pool per worker (dask-cuda's rmm_pool_size)")
     parser.add_argument("--protocol", default="tcp", choices=["tcp", "ucx"])
+    parser.add_argument("--kvikio-threads", type=int, default=None,
+                        help="KVIKIO_NTHREADS for every worker, both engines (default: unset; arrowdev's reader then "
+                             "takes 8, dask-cudf KvikIO's 1)")
     parser.add_argument("--engine", default="auto", choices=["auto", "cudf", "pyarrow"],
                         help="arrowdev's Parquet decoding: libcudf on the GPU where installed (auto), or PyArrow")
     parser.add_argument("--cpu", action="store_true", help="CPU workers and dask.dataframe over pandas as the peer")
@@ -481,6 +484,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if partitions % max(gpus):
         parser.error(f"expected --partitions divisible by the most GPUs ({max(gpus)}) for weak scaling, got {partitions}")
     args.rows_per_file = rows // partitions
+    if args.kvikio_threads is not None:  # the workers inherit this process's environment
+        os.environ["KVIKIO_NTHREADS"] = str(args.kvikio_threads)
     data_dir = args.data_dir or os.path.join("/tmp/arrowdev-scale", f"{rows}x{partitions}")
     print(f"bench_scale: Python {platform.python_version()}, {'CPU workers' if args.cpu else 'GPU workers'}, "
           f"{args.protocol}, GPUs {gpus}, {rows:,} rows in {partitions} partitions", flush=True)
@@ -502,7 +507,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     failures: list[dict[str, Any]] = []
     extra = {"gpus": gpus, "dataset_rows": rows, "partitions": partitions, "bytes_per_row": bytes_per_row,
              "protocol": args.protocol, "device_memory_limit": args.device_memory_limit,
-             "partitioning": args.partitioning, "arrowdev_engine": args.engine}
+             "partitioning": args.partitioning, "arrowdev_engine": args.engine,
+             "kvikio_threads": args.kvikio_threads}
     for n in gpus:
         with cluster(n, args) as client:
             host_ms = _warm_engines(client, engines, warm, args)

@@ -4,6 +4,7 @@ the in-process result; GPU tests for dask-cuda's LocalCUDACluster."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -515,3 +516,31 @@ def test_a_partitions_chain_of_steps_is_one_task(tmp_path):
     assert out.compute(scheduler="sync").equals(_pipeline(ad.table(pq.read_table(tmp_path / "d.parquet")))
                                                .append_column("z", _pipeline(ad.table(pq.read_table(
                                                    tmp_path / "d.parquet"))).column("a")))
+
+
+_THREADS_CHILD = r"""
+import os, sys, dask
+import arrowdev.dask as add
+got = add.read_parquet(sys.argv[1], device="cuda", engine="cudf").compute(scheduler="sync")
+assert got.num_rows == 100, got.num_rows
+print(os.environ.get("KVIKIO_NTHREADS"))
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("users", [None, "3"])
+def test_gpu_libcudf_reads_with_eight_threads_unless_the_user_chose(tmp_path, users):
+    """A worker's first libcudf read sets KvikIO's pool to arrowdev.dask's READ_THREADS (a fresh process, as a
+    worker is); a KVIKIO_NTHREADS of the user's own is left as it is."""
+    pytest.importorskip("pylibcudf")
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": np.arange(100)}), path)
+    env = {k: v for k, v in os.environ.items() if k not in ("KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS")}
+    if users is not None:
+        env["KVIKIO_NTHREADS"] = users
+    out = subprocess.run([sys.executable, "-c", _THREADS_CHILD, str(path)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    from arrowdev.integrations.dask.parquet import READ_THREADS
+
+    assert out.stdout.split()[-1] == (users or str(READ_THREADS))
