@@ -29,7 +29,7 @@ def test_the_floor_and_the_ceiling():
 
 
 @pytest.mark.parametrize(("total", "memory", "workers", "gpu", "expected"), [
-    (17_000_000_000, 80 * GiB, 4, True, 2_125_000_000),    # balance: two partitions a worker
+    (17_000_000_000, 80 * GiB, 4, True, 4_250_000_000),    # balance: one partition a GPU worker
     (17_000_000_000, 80 * GiB, 1, True, 5 * GiB),          # one GPU: the ceiling
     (10**6, 80 * GiB, 4, True, 1_000_000_000),             # little data: the floor, one partition
     (10**11, 8 * GiB, 4, True, GiB // 2),                  # a small GPU: the ceiling under the floor wins
@@ -79,7 +79,7 @@ def test_every_row_once_and_in_order():
 
 
 @pytest.mark.parametrize(("total", "target", "workers", "gpu", "expected"), [
-    (13_700_000_000, 1_712_500_000, 4, True, 8),   # total / (2 * workers): already a multiple
+    (13_700_000_000, 3_425_000_000, 4, True, 4),   # total / workers: already a multiple
     (30 * 10**9, 5 * GiB, 4, True, 8),             # 6 by the memory's ceiling: rounded up to 8 for 4 workers
     (5 * 10**9, 10**9, 4, True, 5),                # 8 would go under the floor of 1 GB: 5 stay
     (10**6, 10**9, 4, True, 1),                    # little data: one partition

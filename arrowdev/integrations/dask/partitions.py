@@ -12,12 +12,14 @@ The rule, in bytes of the columns read (Parquet's uncompressed size of those col
   being computed, results its dependents have not used yet, the next one read), each with a working set of
   ``working_set`` times its input (the UDFs' outputs and temporaries; 4 by default): :func:`max_partition_bytes`
   = the worker's memory / 16 (a GPU's memory with one worker a GPU; a CPU worker's memory limit);
-- **balance**: at least two partitions a worker where the data allows it, and as many partitions on every worker:
-  a count that is a multiple of the workers, the partitions as equal as the row groups allow (a worker left
-  with one partition fewer idles for a partition's time: measured, 11 partitions on 4 GPUs ran 0.67x of a
-  peer that had 16, docs/distributed.md).
+- **balance**: as many partitions on every worker: a count that is a multiple of the workers, the partitions as
+  equal as the row groups allow (a worker left with one partition fewer idles for a partition's time: measured,
+  11 partitions on 4 GPUs ran 0.67x of a peer that had 16, docs/distributed.md); where the data allows it,
+  :data:`PARTITIONS_PER_WORKER` a worker: one on a GPU (libcudf reads several files in one read faster per
+  row than in two: a GPU worker runs one task at a time, so a second partition adds a read, not overlap), two
+  on a CPU;
 
-:func:`target_partition_bytes` = ``min(ceiling, max(floor, total / (2 * workers)))``; the ceiling wins where a
+:func:`target_partition_bytes` = ``min(ceiling, max(floor, total / (per worker * workers)))``; the ceiling wins where a
 small GPU puts it under the floor. :func:`partition_count` turns it into a count, rounded up to a multiple of
 the workers where the partitions stay above the floor, and :func:`plan_balanced` cuts the row groups, in order,
 into that many slices of equal bytes: a row group goes to the slice its middle falls in, and one larger than a
@@ -42,7 +44,7 @@ import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["DASK_ROUND_TRIP_SECONDS", "MIN_TASK_SECONDS", "PARTITIONS_IN_FLIGHT", "PartitionSizeWarning", "Piece",
+__all__ = ["DASK_ROUND_TRIP_SECONDS", "MIN_TASK_SECONDS", "PARTITIONS_IN_FLIGHT", "PARTITIONS_PER_WORKER", "PartitionSizeWarning", "Piece",
            "RowGroup", "WORK_BYTES_PER_SECOND", "max_partition_bytes", "min_partition_bytes", "partition_count",
            "plan", "plan_balanced", "target_partition_bytes", "warn_if_overhead_bound"]
 
@@ -55,6 +57,8 @@ WORK_BYTES_PER_SECOND = {"gpu": 20e9, "cpu": 1e9}
 memory bandwidth (numeric UDFs run at hundreds of GB/s, new strings at tens: docs/udf.md, docs/strings.md); on a
 CPU core, numba's compiled loops."""
 PARTITIONS_IN_FLIGHT = 4
+PARTITIONS_PER_WORKER = {"gpu": 1, "cpu": 2}
+"""The balance term's partitions a worker, where the data is large enough (module docstring)."""
 DEFAULT_WORKING_SET = 4.0
 
 
@@ -94,16 +98,17 @@ def max_partition_bytes(memory_bytes: int, working_set: float = DEFAULT_WORKING_
 
 def target_partition_bytes(total_bytes: int, memory_bytes: int, workers: int, on_gpu: bool,
                            working_set: float = DEFAULT_WORKING_SET) -> int:
-    """Bytes a partition should hold: ``min(ceiling, max(floor, total / (2 * workers)))`` (module docstring).
+    """Bytes a partition should hold: ``min(ceiling, max(floor, total / (per worker * workers)))`` (module
+    docstring; :data:`PARTITIONS_PER_WORKER`).
 
     >>> target_partition_bytes(17 * 10**9, 80 * 2**30, workers=4, on_gpu=True)  # 17 GB on 4 x 80 GiB: balance
-    2125000000
+    4250000000
     >>> target_partition_bytes(17 * 10**9, 80 * 2**30, workers=1, on_gpu=True)  # one GPU: its memory / 16
     5368709120
     >>> target_partition_bytes(10**6, 80 * 2**30, workers=4, on_gpu=True)       # little data: the floor
     1000000000
     """
-    balance = math.ceil(total_bytes / (2 * max(1, workers)))
+    balance = math.ceil(total_bytes / (PARTITIONS_PER_WORKER["gpu" if on_gpu else "cpu"] * max(1, workers)))
     return max(1, min(max_partition_bytes(memory_bytes, working_set), max(min_partition_bytes(on_gpu), balance)))
 
 
@@ -111,8 +116,8 @@ def partition_count(total_bytes: int, target_bytes: int, workers: int, on_gpu: b
     """How many partitions of about ``target_bytes`` the data makes, rounded up to a multiple of ``workers``
     where the partitions stay at or above :func:`min_partition_bytes` (every worker then gets as many).
 
-    >>> partition_count(13_700_000_000, 1_712_500_000, workers=4, on_gpu=True)  # total / (2 * workers): 8
-    8
+    >>> partition_count(13_700_000_000, 3_425_000_000, workers=4, on_gpu=True)  # total / workers: 4
+    4
     >>> partition_count(30 * 10**9, 5 * 2**30, workers=4, on_gpu=True)         # 6 by the target: 8 for 4 workers
     8
     >>> partition_count(5 * 10**9, 1_000_000_000, workers=4, on_gpu=True)      # 8 would go under the floor
