@@ -113,6 +113,31 @@ def test_polars_queries_run_each_kernel_once():
     assert string_results.managed_string_stats()["reruns"] == reruns
 
 
+def test_polars_plans_a_new_expression_of_the_same_function_from_what_it_answered_before():
+    """An expression written inline is new each query and Polars plans it again (a call with return_dtype=None
+    on stand-in rows): the answer for the same function, options, name, dtypes and rows is the one made
+    before; other dtypes, names or options get their own; the queries' results stay right."""
+    pl = pytest.importorskip("polars")
+    import arrowdev.polars  # noqa: F401
+
+    def f(x):
+        return x * 2.0 + 1.0 if x > 0.5 else x - 1.0
+
+    floats, ints = pl.Series("x", [0.5, 1.0]), pl.Series("x", [1, 2])
+    first = ad.polars.udf(f)(floats, return_dtype=None)
+    assert first.dtype == pl.Float64 and first.null_count() == 2 and first.name == "x"
+    assert ad.polars.udf(f)(floats, return_dtype=None) is first  # a new PolarsUDF of the same function
+    assert ad.polars.udf(f)(ints, return_dtype=None).dtype == pl.Float64
+    assert ad.polars.udf(f)(ints, return_dtype=None) is not first
+    assert ad.polars.udf(f)(floats.rename("y"), return_dtype=None).name == "y"
+    as_float32 = ad.polars.udf(f, out_type=pl.Float32)(floats, return_dtype=None)
+    assert as_float32.dtype == pl.Float32
+    df = pl.DataFrame({"x": [0.25, 0.75, None], "n": [1, 2, 3]})
+    for _ in range(3):
+        assert df.select(ad.polars.udf(f, "x")).to_series().to_list() == [-0.75, 2.5, None]
+        assert df.select(ad.polars.udf(f, "n")).to_series().to_list() == [3.0, 5.0, 7.0]
+
+
 def test_recycled_buffers_are_never_written_while_held():
     """A prepared call takes its output buffer from its last calls' only when nothing holds it: results kept by
     the caller keep their values through later calls, and a dropped one's buffer is taken again."""

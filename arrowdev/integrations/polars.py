@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,8 @@ from .batches import HostUDF, engine
 __all__ = ["PolarsUDF", "udf"]
 
 _ABSENT = object()  # a Polars that passes no return_dtype: every call is a run
+_PLANS_KEPT = 64  # planning answers kept per function and options (per name, input dtypes and rows)
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # HostUDF -> {(name, dtypes, rows): Series}
 
 
 class PolarsUDF:
@@ -39,6 +42,9 @@ class PolarsUDF:
                  out_type: Any = None, string_type: str = "string_view") -> None:
         self.udf = HostUDF.shared(f, host="Polars", device=device, null_aware=null_aware,
                                   out_type=_arrow_type(out_type), string_type=string_type)
+        # Polars' planning calls' answers, per (name, input dtypes, rows), kept with the shared HostUDF: an
+        # expression written inline is a new one each query, planned again each time
+        self._plans = _plans.setdefault(self.udf, {})
 
     def __call__(self, series: Any, *args: Any, return_dtype: Any = _ABSENT, **kwargs: Any) -> Any:
         """The results over ``series`` (a Series, a struct Series or a list of Series, as Polars passes them).
@@ -53,16 +59,23 @@ class PolarsUDF:
         if len(inputs) == 1 and isinstance(inputs[0].dtype, pl.Struct):  # pl.struct("a", "b").map_batches
             inputs = [inputs[0].struct.field(name) for name in inputs[0].struct.fields]
         names, shown = [s.name for s in inputs], [str(s.dtype) for s in inputs]
+        if return_dtype is None:
+            key = (names[0], tuple(shown), len(inputs[0]))
+            planned = self._plans.get(key)
+            if planned is None:
+                planned = self._planned(inputs, names, shown, key[2])
+                if len(self._plans) >= _PLANS_KEPT:
+                    self._plans.clear()
+                self._plans[key] = planned
+            return planned
         # the stream capsule, not the Series: Polars' attribute lookups of the protocols it lacks are slow
         streams = [s.__arrow_c_stream__() for s in inputs]
-        if return_dtype is None:
-            return self._planned(streams, names, shown, len(inputs[0]))
         result = self.udf(streams, names, shown)
         if not result.device.is_cpu_readable:
             result = result.to_host()
         return pl.Series(names[0], result)
 
-    def _planned(self, streams: list[Any], names: list[str], shown: list[str], rows: int) -> Any:
+    def _planned(self, inputs: list[Any], names: list[str], shown: list[str], rows: int) -> Any:
         """Polars' planning call: the result type from the inputs' types (the UDF compiled for them, not run
         on Polars' stand-in values). Polars hides errors raised here behind one of its own ("not able to
         infer the output type"), so a UDF that cannot take these types gets a Null result type here, and the
@@ -71,7 +84,7 @@ class PolarsUDF:
 
         from ..column import column
 
-        columns = [column(s) for s in streams]
+        columns = [column(s.__arrow_c_stream__()) for s in inputs]
         try:
             planned = self.udf.result_type([c.type for c in columns], names, shown)
         except TypeError:
