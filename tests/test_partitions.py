@@ -58,22 +58,29 @@ def test_small_row_groups_merge_and_large_ones_are_cut():
     assert plan([], target_bytes=10) == []
 
 
+def _random_groups(rng):
+    return [RowGroup(f"f{i // 3}", i % 3, rows, rows * rng.randint(1, 40))
+            for i, rows in enumerate(rng.randint(1, 5000) for _ in range(rng.randint(1, 12)))]
+
+
+def _assert_every_row_once_in_order(parts, groups):
+    covered = {}
+    for p in (p for part in parts for p in part):
+        covered.setdefault((p.path, p.index), []).append((p.start, p.stop))
+    assert list(covered) == [(g.path, g.index) for g in groups]  # in order
+    for g in groups:
+        ranges = covered[g.path, g.index]
+        assert ranges[0][0] == 0 and ranges[-1][1] == g.rows
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))  # back to back, no gap, no overlap
+
+
 def test_every_row_once_and_in_order():
     rng = random.Random(7)
     for _ in range(200):
-        groups = [RowGroup(f"f{i // 3}", i % 3, rows, rows * rng.randint(1, 40))
-                  for i, rows in enumerate(rng.randint(1, 5000) for _ in range(rng.randint(1, 12)))]
+        groups = _random_groups(rng)
         target = rng.randint(1, 60_000)
         parts = plan(groups, target_bytes=target)
-        flat = [p for part in parts for p in part]
-        covered = {}
-        for p in flat:
-            covered.setdefault((p.path, p.index), []).append((p.start, p.stop))
-        assert list(covered) == [(g.path, g.index) for g in groups]  # in order
-        for g in groups:
-            ranges = covered[g.path, g.index]
-            assert ranges[0][0] == 0 and ranges[-1][1] == g.rows
-            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))  # back to back, no gap, no overlap
+        _assert_every_row_once_in_order(parts, groups)
         for (rows, nbytes), part in zip(partitions.partition_sizes(parts, groups), parts):
             assert nbytes <= target or len(part) == 1  # only a cut piece of one row group may pass it (by rounding)
 
@@ -113,18 +120,10 @@ def test_balanced_plan_gives_every_worker_as_much():
 def test_balanced_plan_reads_every_row_once_in_order_within_the_ceiling():
     rng = random.Random(11)
     for _ in range(200):
-        groups = [RowGroup(f"f{i // 3}", i % 3, rows, rows * rng.randint(1, 40))
-                  for i, rows in enumerate(rng.randint(1, 5000) for _ in range(rng.randint(1, 12)))]
+        groups = _random_groups(rng)
         limit = rng.randint(1_000, 200_000)
         parts = partitions.plan_balanced(groups, rng.randint(1, 10), limit_bytes=limit)
-        covered = {}
-        for p in (p for part in parts for p in part):
-            covered.setdefault((p.path, p.index), []).append((p.start, p.stop))
-        assert list(covered) == [(g.path, g.index) for g in groups]
-        for g in groups:
-            ranges = covered[g.path, g.index]
-            assert ranges[0][0] == 0 and ranges[-1][1] == g.rows
-            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        _assert_every_row_once_in_order(parts, groups)
         row_bytes = {(g.path, g.index): -(-g.nbytes // g.rows) for g in groups}
         for (rows, nbytes), part in zip(partitions.partition_sizes(parts, groups), parts):
             # a cut piece may pass the ceiling by a row (rows are cut, not bytes)
