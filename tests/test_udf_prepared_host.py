@@ -27,6 +27,12 @@ CASES = [
     ("string len", lambda s: len(s), _nulls(["ab", "", "été", "x" * 40] * 9)),
     ("large_string", lambda s: s.startswith("a"), pa.array(["ab", "", "ba"] * 9, pa.large_string())),
     ("string_view", lambda s: s.find("b"), _nulls(["ab", "", "bb" * 20] * 9, type=pa.string_view())),
+    # new strings (HostStringCall): from string, large_string and string_view inputs, from numbers
+    ("strings out", lambda s: s.upper() + "!", pa.array(["ab", "", "été", "x" * 40, "日本"] * 9)),
+    ("strings out of large_string", lambda s: s.replace("a", "<>"), pa.array(["ab", "", "aa" * 30] * 9,
+                                                                             pa.large_string())),
+    ("strings out of string_view", lambda s: s + s, pa.array(["ab", "", "été" * 9] * 9, pa.string_view())),
+    ("strings out of numbers", lambda v: "big" if v > 3 else "small", pa.array(np.arange(0, 10, 0.25))),
 ]
 
 
@@ -52,6 +58,47 @@ def test_repeated_calls_take_the_prepared_path_and_agree(name, f, data, sliced, 
     for got in results:
         _same(got, first)
     assert first.to_pylist() == want
+
+
+@pytest.mark.parametrize("string_type", ["string", "large_string"])
+def test_prepared_strings_keep_the_asked_type_and_free_nothing_in_use(string_type, general_calls):
+    """A prepared string call makes the type asked for; its arena is taken again by the next call only after
+    the strings were copied out, so results kept from earlier calls keep their values."""
+    col = ad.column(pa.array([f"v{i}" * (i % 5) for i in range(3000)]))
+    f = lambda s: s.upper() + "?"  # noqa: E731
+    kept = [col.apply(f, string_type=string_type) for _ in range(4)]
+    assert len(general_calls) <= 1
+    want = [f(v) for v in col.to_pylist()]
+    for got in kept:
+        assert got.type == getattr(pa, string_type)() and got.null_count == 0
+        assert got.to_pylist() == want
+        got.to_pyarrow().validate(full=True)
+
+
+def test_prepared_strings_make_failed_rows_null(general_calls):
+    col = ad.column(pa.array(["abcd", "ab", "", "wxyz"] * 600))  # s[3] raises IndexError in Python: null here
+    f = lambda s: s[3] + "-"  # noqa: E731
+    results = [col.apply(f) for _ in range(3)]
+    assert len(general_calls) <= 1
+    for got in results:
+        assert got.to_pylist() == ["d-", None, None, "z-"] * 600 and got.null_count == 1200
+        got.to_pyarrow().validate(full=True)
+
+
+def test_large_string_calls_go_the_general_way_in_ranges(general_calls):
+    """A prepared string call runs its rows in one arena, so only calls small enough for one take it: a
+    longer column goes the general way each time (rows in ranges that bound the call's working set)."""
+    from arrowdev.udf.run.prepared_host import HostStringCall
+
+    col = ad.column(pa.array(["ab", "cde"] * (HostStringCall.MAX_ROWS // 2 + 7)))
+    f = lambda s: s + "!"  # noqa: E731
+    for _ in range(2):
+        assert col.apply(f).to_pylist() == [v + "!" for v in col.to_pylist()]
+    assert len(general_calls) == 2
+    small = col[:1000]
+    for _ in range(2):
+        assert small.apply(f).to_pylist() == [v + "!" for v in small.to_pylist()]
+    assert len(general_calls) == 2  # the layout was prepared by the long calls: the short ones take it
 
 
 def test_the_prepared_call_compiles_no_second_signature():
@@ -86,13 +133,14 @@ def test_null_aware_calls_are_prepared(general_calls):
         assert got.to_pylist() == want and got.null_count == want.count(None)
 
 
-@pytest.mark.parametrize("layout", ["chunked", "strings out", "may fail", "misaligned nulls in two", "empty"])
+@pytest.mark.parametrize("layout", ["chunked", "strings out of nulls", "may fail", "misaligned nulls in two",
+                                    "empty"])
 def test_other_layouts_go_the_general_way(layout, general_calls):
     f, columns = lambda v: v + 1, [ad.column(pa.array(np.arange(64.0)))]
     if layout == "chunked":
         columns = [ad.column(pa.chunked_array([np.arange(8.0), np.arange(8.0)]))]
-    elif layout == "strings out":
-        f, columns = lambda s: s.upper(), [ad.column(pa.array(["a", "b"] * 9))]
+    elif layout == "strings out of nulls":  # new strings are prepared only over inputs without nulls
+        f, columns = lambda s: s.upper(), [ad.column(_nulls(["a", "b"] * 9))]
     elif layout == "may fail":
         f, columns = lambda s: int(s), [ad.column(pa.array(["1", "x"] * 9))]
     elif layout == "misaligned nulls in two":

@@ -149,13 +149,7 @@ class HostUDF:
             self._last = (probe, (call, out_type))
             if not any(nulls):  # the next batches of this layout without nulls: straight to the kernel
                 self.runner = prepared_host.pyarrow_runner(call, f, tuple(a.type for a in arrays), out_type)
-        values, pad, validity, null_count = call.compute(
-            [tuple(b.address if b is not None else 0 for b in held) for held in buffers], offsets, nulls, n)
-        if type(validity) is int:  # an input's bitmap, shared
-            bitmap = buffers[validity][0].slice(offsets[validity] // 8)
-        else:
-            bitmap = None if validity is None else pa.py_buffer(validity)
-        return pa.Array.from_buffers(out_type, n, [bitmap, pa.py_buffer(values)], null_count, pad)
+        return call.pyarrow_array(buffers, offsets, nulls, n, out_type)
 
     def _learn(self, arrow_types: list[Any]) -> None:
         """Keeps the DataTypes of the input types :meth:`pyarrow_call` sees (not string_view's: PyArrow lists a

@@ -9,8 +9,10 @@ a NumPy view of each input buffer, the output buffer, the kernel call, the valid
 Calls take this path when every input is one non-empty chunk in CPU memory, and the UDF's output is numbers
 or bools that need no host work after the kernel (no strings made, no row that may fail); nulls propagate
 from one input (its bitmap shared, as execute.py shares it) or from several whose bitmaps start on a byte
-(ANDed bytewise), or the UDF is null-aware. The first call of each layout goes the general way (it compiles
-the kernel) and then prepares this one. docs/hosts.md has the measured costs.
+(ANDed bytewise), or the UDF is null-aware. A UDF that makes ``string`` or ``large_string`` values over inputs
+without nulls takes :class:`HostStringCall`: the kernel into an arena, then one gather into the output's
+offsets and data (string_results.py). The first call of each layout goes the general way
+(it compiles the kernel) and then prepares this one. docs/hosts.md has the measured costs.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ import numpy as np
 
 from ... import _capsules
 from ...core import chunks as _chunked
-from ...core.types import DataType
+from ...core.types import DataType, Device
+from . import string_results as results
+from .buffers import Memory
+from .execute import WORKING_SET
 from .inputs import Input
 from .plan import Plan, plan_for
 from ..spec import UDF, Kind, NullMode, Target, function_key
 
-__all__ = ["HostCall", "bitmaps_flag", "call_prepared", "lookup", "prepare", "pyarrow_runner"]
+__all__ = ["HostCall", "HostStringCall", "bitmaps_flag", "call_prepared", "lookup", "prepare", "pyarrow_runner"]
 
 _CPU = 1  # ArrowDeviceType of CPU memory
 _calls: dict[tuple, HostCall | None] = {}  # None: the layout was looked at and does not qualify
@@ -53,26 +58,28 @@ class _Recycler:
     held by anyone is never written. Small buffers only (``RECYCLE_BYTES``): large ones are mapped anew
     whatever is done, and keeping them would hold memory."""
 
-    __slots__ = ("arrays",)
+    __slots__ = ("arrays", "lock")
     KEEP = 4  # buffers kept per call: DuckDB holds a vector's result only until the next
 
     def __init__(self) -> None:
         self.arrays: list[np.ndarray] = []
+        self.lock = threading.Lock()  # DuckDB calls from several threads: one buffer to one of them
 
     def take(self, count: int, dtype: np.dtype) -> np.ndarray:
         """``count`` elements of ``dtype`` (contents undefined) that nothing else holds."""
         if count * dtype.itemsize > RECYCLE_BYTES:
             return np.empty(count, dtype)
         arrays = self.arrays
-        for array in arrays:
-            # references: the list, this loop's variable, getrefcount's argument; any more is a holder
-            if sys.getrefcount(array) == 3 and array.shape[0] == count and array.dtype == dtype:
-                return array
-        array = np.empty(count, dtype)
-        if len(arrays) >= self.KEEP:
-            del arrays[0]
-        arrays.append(array)
-        return array
+        with self.lock:  # the one returned is referenced by the caller before another thread looks at it
+            for array in arrays:
+                # references: the list, this loop's variable, getrefcount's argument; any more is a holder
+                if sys.getrefcount(array) == 3 and array.shape[0] == count and array.dtype == dtype:
+                    return array
+            array = np.empty(count, dtype)
+            if len(arrays) >= self.KEEP:
+                del arrays[0]
+            arrays.append(array)
+            return array
 
 
 def _view(address: int, count: int, dtype: np.dtype) -> np.ndarray:
@@ -141,7 +148,11 @@ def prepare(f: UDF, columns: list[Any], null_aware: bool, out_type: DataType | N
         return
     inputs = [Input(_chunked.dtype(col), held, count) for col, held, count in zip(columns, helds, nulls)]
     plan = plan_for(f, inputs, Target.CPU, null_aware, out_type, None, string_type)
-    call = HostCall(plan, inputs, layout[1]) if HostCall.qualifies(plan, inputs, layout[1]) else None
+    call: HostCall | None = None
+    if HostCall.qualifies(plan, inputs, layout[1]):
+        call = HostCall(plan, inputs, layout[1])
+    elif HostStringCall.qualifies(plan, inputs):
+        call = HostStringCall(plan, inputs)
     with _lock:
         _calls[key] = call
 
@@ -226,6 +237,111 @@ class HostCall:
         return out, pad, combined, n - int(np.bitwise_count(combined).sum())
 
 
+    def pyarrow_array(self, held: list[Any], offsets: list[int], nulls: list[int], n: int, out_type: Any) -> Any:
+        """The PyArrow array of ``out_type`` over ``n`` rows of PyArrow inputs given by their buffers (``held``:
+        PyArrow's lists of buffers), offsets and null counts."""
+        import pyarrow as pa
+
+        values, pad, validity, null_count = self.compute(
+            [tuple(b.address if b is not None else 0 for b in buffers) for buffers in held], offsets, nulls, n)
+        if type(validity) is int:  # an input's bitmap, shared
+            bitmap = held[validity][0].slice(offsets[validity] // 8)
+        else:
+            bitmap = None if validity is None else pa.py_buffer(validity)
+        return pa.Array.from_buffers(out_type, n, [bitmap, pa.py_buffer(values)], null_count, pad)
+
+
+class HostStringCall(HostCall):
+    """A CPU call over one layout whose UDF makes ``string`` / ``large_string`` values from inputs without
+    nulls: the kernel writes each row's (address, size) pair and its strings into an arena (its bytes from
+    the host scratch, whose blocks keep their pages between calls; the arena goes with the call, as
+    ``debug.leak_check`` expects), then one gather copies the bytes into the output's data and writes its
+    offsets (int64 where the data passes what int32 offsets address, or ``large_string`` asked), as
+    execute.py does for a chunk of one range."""
+
+    __slots__ = ("plan", "mem", "key", "input_bytes", "string_types")
+    MAX_ROWS = 1 << 16  # larger calls go the general way, in ranges of rows that bound their working set
+
+    @staticmethod
+    def qualifies(plan: Plan, inputs: list[Input]) -> bool:  # type: ignore[override]
+        """Whether calls of ``plan`` make string / large_string values from inputs without nulls (rows the
+        kernel flags as failed are the output's nulls), not null-aware, no window."""
+        spec = plan.spec
+        return (plan.string_out in ("string", "large_string") and bool(spec.arena) and not spec.window
+                and spec.null_mode == NullMode.NONE and not any(x.has_validity for x in inputs))
+
+    def __init__(self, plan: Plan, inputs: list[Input]) -> None:
+        super().__init__(plan, inputs, True)
+        self.plan, self.mem = plan, Memory(Device.cpu())
+        self.key = (plan.kernel, self.mem.device)  # what the general path learns arena sizes under
+        self.input_bytes = 32 * max(sum(x.kind.is_string for x in inputs), 1)  # a first guess a row, as execute
+        import pyarrow as pa
+
+        self.string_types = {False: DataType.from_arrow(pa.string()), True: DataType.from_arrow(pa.large_string())}
+        self.arrow_type = self.string_types[plan.string_out == "large_string"]  # or large_string past 2 GiB
+
+    def takes(self, n: int) -> bool:
+        """Whether a call of ``n`` rows is small enough for one arena within the working set (execute.py's
+        ``WORKING_SET``, at what a row of this kernel claimed last time)."""
+        learned = results.bytes_per_row(self.key)
+        return n <= self.MAX_ROWS and (learned is None or learned * n <= WORKING_SET)
+
+    def __call__(self, helds: list[Any], nulls: list[int]) -> tuple[DataType, list[Any]] | None:  # type: ignore[override]
+        n = helds[0].length
+        if not self.takes(n):
+            return None
+        arrow_type, offsets, data, bitmap, null_count = self.strings([h.buffers for h in helds],
+                                                                     [h.offset for h in helds], n)
+        keep = [offsets, data] if bitmap is None else [offsets, data, bitmap]
+        held = _capsules.build(arrow_type, n, null_count, 0,
+                               [0 if bitmap is None else _address(bitmap), _address(offsets), _address(data)], [],
+                               device_type=_CPU, device_id=helds[0].device_id, keepalive=keep)
+        return arrow_type, [held]
+
+    def pyarrow_array(self, held: list[Any], offsets: list[int], nulls: list[int], n: int, out_type: Any) -> Any:
+        import pyarrow as pa
+
+        if not self.takes(n):
+            return None
+        arrow_type, out_offsets, data, bitmap, null_count = self.strings(
+            [tuple(b.address if b is not None else 0 for b in buffers) for buffers in held], offsets, n)
+        return pa.Array.from_buffers(arrow_type.to_pyarrow(), n, [
+            None if bitmap is None else pa.py_buffer(bitmap), pa.py_buffer(out_offsets), pa.py_buffer(data)],
+            null_count)
+
+    def strings(self, buffers: list[tuple[int, ...]], offsets: list[int],
+                n: int) -> tuple[DataType, Any, Any, Any, int]:
+        """(type, offsets, data, validity bitmap or None, null count) of the strings the UDF makes over ``n`` rows
+        of inputs given by their buffers' addresses and offsets (a row the kernel flags as failed is null)."""
+        pairs = self.recycled.take(2 * n, _I64)
+        flags = self.recycled.take(n, _U8) if self.plan.spec.flags else _STAND_IN
+        args: list[Any] = [0, pairs, flags]
+        inputs: list[Any] = []
+        for addresses, offset, (reader, _) in zip(buffers, offsets, self.readers):
+            data, extra = reader(addresses, offset + n)
+            inputs += (data, _STAND_IN, offset, extra)
+        kernel = self.kernel
+
+        def launch(arena: results.Arena) -> None:
+            kernel(n, *args, np.int64(arena.state_address), *inputs)
+
+        arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True)
+        nbytes = int(pairs[1:2 * n:2].sum())
+        large = self.plan.string_out == "large_string" or nbytes > results.STRING_LIMIT
+        out = np.empty(n + 1, _I64 if large else _I32)
+        out[0] = 0
+        data = np.empty(max(nbytes, 1), _U8)
+        results.gather_with_offsets(n, pairs, out, 0, 0, _address(data))
+        del arena  # its strings copied out (the pairs point into it until here)
+        results.remember_output(self.key, out.nbytes + nbytes, nbytes, n)
+        bitmap, null_count = None, 0
+        if flags is not _STAND_IN:
+            null_count = n - int(np.count_nonzero(flags))
+            if null_count:
+                bitmap = np.packbits(flags, bitorder="little")
+        return self.string_types[large], out, data, bitmap, null_count
+
+
 def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
     """For engines that call a UDF on many small PyArrow batches (DuckDB: 2048 rows a call, where a call's Python
     costs three to five times what it does outside DuckDB): ``run(arrays, chunked)``, the PyArrow array of ``call``
@@ -234,7 +350,8 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
     types, no nulls, one length, CPU memory), then :meth:`HostCall.compute` and the array. None from ``run`` where
     a check fails (the general path takes the batch), and no ``run`` where ``call``'s inputs are not numbers or
     bools without nulls or its UDF decides nulls itself."""
-    if call.mode != NullMode.NONE or not call.fixed_width or any(nullable for _, nullable in call.readers):
+    if (isinstance(call, HostStringCall) or call.mode != NullMode.NONE or not call.fixed_width
+            or any(nullable for _, nullable in call.readers)):
         return None
     import pyarrow as pa
 
