@@ -60,7 +60,7 @@ def test_repeated_calls_take_the_prepared_path_and_agree(name, f, data, sliced, 
     assert first.to_pylist() == want
 
 
-@pytest.mark.parametrize("string_type", ["string", "large_string"])
+@pytest.mark.parametrize("string_type", ["string", "large_string", "string_view"])
 def test_prepared_strings_keep_the_asked_type_and_free_nothing_in_use(string_type, general_calls):
     """A prepared string call makes the type asked for; its arena is taken again by the next call only after
     the strings were copied out, so results kept from earlier calls keep their values."""

@@ -79,7 +79,8 @@ def main() -> None:
 
     def plc_read() -> Any:
         opts = plc.io.parquet.ParquetReaderOptions.builder(plc.io.types.SourceInfo([path]))
-        opts = opts.column_names(scale_job.COLUMNS) if hasattr(opts, "column_names") else opts.columns(scale_job.COLUMNS)
+        columns = scale_job.COLUMNS
+        opts = opts.column_names(columns) if hasattr(opts, "column_names") else opts.columns(columns)
         return plc.io.parquet.read_parquet(opts.build())
 
     ms, got = timed(plc_read, args.repeats, sync)

@@ -297,9 +297,10 @@ def read_parquet(path: str | list[str], columns: list[str] | None = None, device
     arrowdev picks a target from the worker's memory (a GPU's, or a CPU worker's limit, over 4 partitions in
     flight times ``working_set``, the job's bytes per input byte), as many partitions on every worker (one a GPU
     worker, two a CPU worker, where the data allows), and never under what a task needs to outweigh Dask's cost
-    (1 GB on a GPU, 50 MB on a CPU); row groups go to equal slices, larger ones cut into row ranges. ``partition_bytes`` (bytes of the columns
-    read, uncompressed) or ``rows_per_partition`` sets the target instead; a choice that makes tasks
-    overhead-bound gives a :class:`~arrowdev.dask.PartitionSizeWarning`. The footers are read here.
+    (1 GB on a GPU, 50 MB on a CPU); row groups go to equal slices, larger ones cut into row ranges.
+    ``partition_bytes`` (bytes of the columns read, uncompressed) or ``rows_per_partition`` sets the target
+    instead (row groups merged up to it); a choice that makes tasks overhead-bound gives a
+    :class:`~arrowdev.dask.PartitionSizeWarning`. The footers are read here.
 
     ``engine``: who decodes the Parquet pages. ``"auto"`` (default): libcudf on the worker's GPU for
     ``device="cuda"`` where pylibcudf is installed (as dask-cudf does), else PyArrow; ``"cudf"``: libcudf, one

@@ -44,8 +44,9 @@ import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["DASK_ROUND_TRIP_SECONDS", "MIN_TASK_SECONDS", "PARTITIONS_IN_FLIGHT", "PARTITIONS_PER_WORKER", "PartitionSizeWarning", "Piece",
-           "RowGroup", "WORK_BYTES_PER_SECOND", "max_partition_bytes", "min_partition_bytes", "partition_count",
+__all__ = ["DASK_ROUND_TRIP_SECONDS", "MIN_TASK_SECONDS", "PARTITIONS_IN_FLIGHT", "PARTITIONS_PER_WORKER",
+           "PartitionSizeWarning", "Piece", "RowGroup", "WORK_BYTES_PER_SECOND", "max_partition_bytes",
+           "min_partition_bytes", "partition_count",
            "plan", "plan_balanced", "target_partition_bytes", "warn_if_overhead_bound"]
 
 DASK_ROUND_TRIP_SECONDS = 0.006
@@ -131,7 +132,8 @@ def partition_count(total_bytes: int, target_bytes: int, workers: int, on_gpu: b
     return count
 
 
-def plan_balanced(row_groups: Sequence[RowGroup], count: int, limit_bytes: int | None = None) -> list[tuple[Piece, ...]]:
+def plan_balanced(row_groups: Sequence[RowGroup], count: int,
+                  limit_bytes: int | None = None) -> list[tuple[Piece, ...]]:
     """About ``count`` partitions of equal bytes: the row groups in order, each in the slice (of ``total /
     count`` bytes) its middle falls in, and none past ``limit_bytes`` (the memory's ceiling); a row group of
     1.5 slices or more (or past the limit) cut into about ``size / slice`` equal row ranges, each a partition

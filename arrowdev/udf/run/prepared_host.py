@@ -9,7 +9,7 @@ a NumPy view of each input buffer, the output buffer, the kernel call, the valid
 Calls take this path when every input is one non-empty chunk in CPU memory, and the UDF's output is numbers
 or bools that need no host work after the kernel (no strings made, no row that may fail); nulls propagate
 from one input (its bitmap shared, as execute.py shares it) or from several whose bitmaps start on a byte
-(ANDed bytewise), or the UDF is null-aware. A UDF that makes ``string`` or ``large_string`` values over inputs
+(ANDed bytewise), or the UDF is null-aware. A UDF that makes string values (any of the three types) over inputs
 without nulls takes :class:`HostStringCall`: the kernel into an arena, then one gather into the output's
 offsets and data (string_results.py). The first call of each layout goes the general way
 (it compiles the kernel) and then prepares this one. docs/hosts.md has the measured costs.
@@ -252,23 +252,23 @@ class HostCall:
 
 
 class HostStringCall(HostCall):
-    """A CPU call over one layout whose UDF makes ``string`` / ``large_string`` values from inputs without
-    nulls: the kernel writes each row's (address, size) pair and its strings into an arena (its bytes from
-    the host scratch, whose blocks keep their pages between calls; the arena goes with the call, as
-    ``debug.leak_check`` expects), then one gather copies the bytes into the output's data and writes its
-    offsets (int64 where the data passes what int32 offsets address, or ``large_string`` asked), as
-    execute.py does for a chunk of one range."""
+    """A CPU call over one layout whose UDF makes ``string``, ``large_string`` or ``string_view`` values from
+    inputs without nulls: the kernel writes each row's (address, size) pair and its strings into an arena
+    (its bytes from the host scratch, whose blocks keep their pages between calls; the arena goes with the
+    call, as ``debug.leak_check`` expects), then one gather copies the bytes into the output's data and
+    writes its offsets (int64 where the data passes what int32 offsets address, or ``large_string`` asked)
+    or views, as execute.py does for a chunk of one range."""
 
     __slots__ = ("plan", "mem", "key", "input_bytes", "string_types")
     MAX_ROWS = 1 << 16  # larger calls go the general way, in ranges of rows that bound their working set
 
     @staticmethod
     def qualifies(plan: Plan, inputs: list[Input]) -> bool:  # type: ignore[override]
-        """Whether calls of ``plan`` make string / large_string values from inputs without nulls (rows the
-        kernel flags as failed are the output's nulls), not null-aware, no window."""
+        """Whether calls of ``plan`` make string, large_string or string_view values from inputs without nulls
+        (rows the kernel flags as failed are the output's nulls), not null-aware, no window."""
         spec = plan.spec
-        return (plan.string_out in ("string", "large_string") and bool(spec.arena) and not spec.window
-                and spec.null_mode == NullMode.NONE and not any(x.has_validity for x in inputs))
+        return (plan.string_out in ("string", "large_string", "string_view") and bool(spec.arena)
+                and not spec.window and spec.null_mode == NullMode.NONE and not any(x.has_validity for x in inputs))
 
     def __init__(self, plan: Plan, inputs: list[Input]) -> None:
         super().__init__(plan, inputs, True)
@@ -277,8 +277,9 @@ class HostStringCall(HostCall):
         self.input_bytes = 32 * max(sum(x.kind.is_string for x in inputs), 1)  # a first guess a row, as execute
         import pyarrow as pa
 
-        self.string_types = {False: DataType.from_arrow(pa.string()), True: DataType.from_arrow(pa.large_string())}
-        self.arrow_type = self.string_types[plan.string_out == "large_string"]  # or large_string past 2 GiB
+        self.string_types = {name: DataType.from_arrow(getattr(pa, name)())
+                             for name in ("string", "large_string", "string_view")}
+        self.arrow_type = self.string_types[plan.string_out]  # string becomes large_string past 2 GiB
 
     def takes(self, n: int) -> bool:
         """Whether a call of ``n`` rows is small enough for one arena within the working set (execute.py's
@@ -286,33 +287,37 @@ class HostStringCall(HostCall):
         learned = results.bytes_per_row(self.key)
         return n <= self.MAX_ROWS and (learned is None or learned * n <= WORKING_SET)
 
-    def __call__(self, helds: list[Any], nulls: list[int]) -> tuple[DataType, list[Any]] | None:  # type: ignore[override]
+    def __call__(self, helds: list[Any],  # type: ignore[override]
+                 nulls: list[int]) -> tuple[DataType, list[Any]] | None:
         n = helds[0].length
-        if not self.takes(n):
+        made = self.strings([h.buffers for h in helds], [h.offset for h in helds], n) if self.takes(n) else None
+        if made is None:
             return None
-        arrow_type, offsets, data, bitmap, null_count = self.strings([h.buffers for h in helds],
-                                                                     [h.offset for h in helds], n)
-        keep = [offsets, data] if bitmap is None else [offsets, data, bitmap]
+        arrow_type, arrays, bitmap, null_count = made
+        keep = arrays if bitmap is None else [*arrays, bitmap]
         held = _capsules.build(arrow_type, n, null_count, 0,
-                               [0 if bitmap is None else _address(bitmap), _address(offsets), _address(data)], [],
+                               [0 if bitmap is None else _address(bitmap), *(_address(a) for a in arrays)], [],
                                device_type=_CPU, device_id=helds[0].device_id, keepalive=keep)
         return arrow_type, [held]
 
     def pyarrow_array(self, held: list[Any], offsets: list[int], nulls: list[int], n: int, out_type: Any) -> Any:
         import pyarrow as pa
 
-        if not self.takes(n):
+        made = self.strings([tuple(b.address if b is not None else 0 for b in buffers) for buffers in held],
+                            offsets, n) if self.takes(n) else None
+        if made is None:
             return None
-        arrow_type, out_offsets, data, bitmap, null_count = self.strings(
-            [tuple(b.address if b is not None else 0 for b in buffers) for buffers in held], offsets, n)
+        arrow_type, arrays, bitmap, null_count = made
+        if arrow_type is self.string_types["string_view"]:
+            arrays = arrays[:-1]  # PyArrow lists a view array's data buffers without the C ABI's sizes buffer
         return pa.Array.from_buffers(arrow_type.to_pyarrow(), n, [
-            None if bitmap is None else pa.py_buffer(bitmap), pa.py_buffer(out_offsets), pa.py_buffer(data)],
-            null_count)
+            None if bitmap is None else pa.py_buffer(bitmap), *(pa.py_buffer(a) for a in arrays)], null_count)
 
     def strings(self, buffers: list[tuple[int, ...]], offsets: list[int],
-                n: int) -> tuple[DataType, Any, Any, Any, int]:
-        """(type, offsets, data, validity bitmap or None, null count) of the strings the UDF makes over ``n`` rows
-        of inputs given by their buffers' addresses and offsets (a row the kernel flags as failed is null)."""
+                n: int) -> tuple[DataType, list[Any], Any, int] | None:
+        """(type, buffers after the validity as the C ABI orders them, validity bitmap or None, null count) of
+        the strings the UDF makes over ``n`` rows of inputs given by their buffers' addresses and offsets (a row
+        the kernel flags as failed is null); None where string_view data would pass one 2 GiB buffer."""
         pairs = self.recycled.take(2 * n, _I64)
         flags = self.recycled.take(n, _U8) if self.plan.spec.flags else _STAND_IN
         args: list[Any] = [0, pairs, flags]
@@ -326,12 +331,24 @@ class HostStringCall(HostCall):
             kernel(n, *args, np.int64(arena.state_address), *inputs)
 
         arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True)
-        nbytes = int(pairs[1:2 * n:2].sum())
-        large = self.plan.string_out == "large_string" or nbytes > results.STRING_LIMIT
-        out = np.empty(n + 1, _I64 if large else _I32)
-        out[0] = 0
-        data = np.empty(max(nbytes, 1), _U8)
-        results.gather_with_offsets(n, pairs, out, 0, 0, _address(data))
+        sizes = pairs[1:2 * n:2]
+        kind = self.plan.string_out
+        if kind == "string_view":
+            nbytes = int(sizes[sizes > 12].sum())  # views of up to 12 bytes hold their bytes inline
+            if nbytes > results.WINDOW - 1:
+                return None
+            out = np.empty(4 * n, _I32)
+            data = np.empty(max(nbytes, 1), _U8)
+            results.gather_views(n, pairs, out, 0, 0, 0, _address(data))
+            arrays = [out, data, np.array([nbytes], _I64)]
+        else:
+            nbytes = int(sizes.sum())
+            kind = "large_string" if nbytes > results.STRING_LIMIT else kind
+            out = np.empty(n + 1, _I64 if kind == "large_string" else _I32)
+            out[0] = 0
+            data = np.empty(max(nbytes, 1), _U8)
+            results.gather_with_offsets(n, pairs, out, 0, 0, _address(data))
+            arrays = [out, data]
         del arena  # its strings copied out (the pairs point into it until here)
         results.remember_output(self.key, out.nbytes + nbytes, nbytes, n)
         bitmap, null_count = None, 0
@@ -339,7 +356,7 @@ class HostStringCall(HostCall):
             null_count = n - int(np.count_nonzero(flags))
             if null_count:
                 bitmap = np.packbits(flags, bitorder="little")
-        return self.string_types[large], out, data, bitmap, null_count
+        return self.string_types[kind], arrays, bitmap, null_count
 
 
 def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
