@@ -33,6 +33,7 @@ CASES = [
                                                                              pa.large_string())),
     ("strings out of string_view", lambda s: s + s, pa.array(["ab", "", "été" * 9] * 9, pa.string_view())),
     ("strings out of numbers", lambda v: "big" if v > 3 else "small", pa.array(np.arange(0, 10, 0.25))),
+    ("strings out of nulls", lambda s: s.upper() + "!", _nulls(["ab", "", "été", "x" * 40] * 9)),
 ]
 
 
@@ -72,6 +73,19 @@ def test_prepared_strings_keep_the_asked_type_and_free_nothing_in_use(string_typ
     for got in kept:
         assert got.type == getattr(pa, string_type)() and got.null_count == 0
         assert got.to_pylist() == want
+        got.to_pyarrow().validate(full=True)
+
+
+def test_prepared_strings_of_two_nullable_columns(general_calls):
+    a = ad.column(_nulls(["ab", "", "é"] * 300, every=5))
+    b = ad.column(_nulls(["x", "yz", ""] * 300, every=4, type=pa.large_string()))[1:]
+    t = ad.table({"a": a[:len(b)], "b": b})
+    f = lambda s, u: s + "-" + u  # noqa: E731
+    want = reference(f, t.column("a"), t.column("b"))
+    results = [t.apply(f, columns=["a", "b"]) for _ in range(3)]
+    assert len(general_calls) <= 1
+    for got in results:
+        assert got.to_pylist() == want and got.null_count == want.count(None)
         got.to_pyarrow().validate(full=True)
 
 
@@ -133,14 +147,14 @@ def test_null_aware_calls_are_prepared(general_calls):
         assert got.to_pylist() == want and got.null_count == want.count(None)
 
 
-@pytest.mark.parametrize("layout", ["chunked", "strings out of nulls", "may fail", "misaligned nulls in two",
+@pytest.mark.parametrize("layout", ["chunked", "strings out, null-aware", "may fail", "misaligned nulls in two",
                                     "empty"])
 def test_other_layouts_go_the_general_way(layout, general_calls):
     f, columns = lambda v: v + 1, [ad.column(pa.array(np.arange(64.0)))]
     if layout == "chunked":
         columns = [ad.column(pa.chunked_array([np.arange(8.0), np.arange(8.0)]))]
-    elif layout == "strings out of nulls":  # new strings are prepared only over inputs without nulls
-        f, columns = lambda s: s.upper(), [ad.column(_nulls(["a", "b"] * 9))]
+    elif layout == "strings out, null-aware":  # the UDF decides nulls: the general way
+        f, columns = lambda s: "-" if s is ad.NA else s.upper(), [ad.column(_nulls(["a", "b"] * 9))]
     elif layout == "may fail":
         f, columns = lambda s: int(s), [ad.column(pa.array(["1", "x"] * 9))]
     elif layout == "misaligned nulls in two":
@@ -149,7 +163,8 @@ def test_other_layouts_go_the_general_way(layout, general_calls):
     elif layout == "empty":
         columns = [ad.column(pa.array([], pa.float64()))]
     t = ad.table({str(i): c for i, c in enumerate(columns)})
-    want = [1, None] * 9 if layout == "may fail" else reference(f, *columns)  # int("x"): a null row
+    aware = layout == "strings out, null-aware"
+    want = [1, None] * 9 if layout == "may fail" else reference(f, *columns, null_aware=aware)  # int("x"): null
     for _ in range(3):
-        assert t.apply(f).to_pylist() == want
+        assert t.apply(f, null_aware=aware).to_pylist() == want
     assert len(general_calls) == 3 * max(1, columns[0].num_chunks) or layout == "empty"

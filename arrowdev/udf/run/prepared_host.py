@@ -9,10 +9,10 @@ a NumPy view of each input buffer, the output buffer, the kernel call, the valid
 Calls take this path when every input is one non-empty chunk in CPU memory, and the UDF's output is numbers
 or bools that need no host work after the kernel (no strings made, no row that may fail); nulls propagate
 from one input (its bitmap shared, as execute.py shares it) or from several whose bitmaps start on a byte
-(ANDed bytewise), or the UDF is null-aware. A UDF that makes string values (any of the three types) over inputs
-without nulls takes :class:`HostStringCall`: the kernel into an arena, then one gather into the output's
-offsets and data (string_results.py). The first call of each layout goes the general way
-(it compiles the kernel) and then prepares this one. docs/hosts.md has the measured costs.
+(ANDed bytewise), or the UDF is null-aware. A UDF that makes string values (any of the three types), nulls
+propagating, takes :class:`HostStringCall`: the kernel into an arena, then one gather into the output's
+offsets and data (string_results.py). The first call of each layout goes the general way (it compiles the
+kernel) and then prepares this one. docs/hosts.md has the measured costs.
 """
 
 from __future__ import annotations
@@ -252,8 +252,8 @@ class HostCall:
 
 
 class HostStringCall(HostCall):
-    """A CPU call over one layout whose UDF makes ``string``, ``large_string`` or ``string_view`` values from
-    inputs without nulls: the kernel writes each row's (address, size) pair and its strings into an arena
+    """A CPU call over one layout whose UDF makes ``string``, ``large_string`` or ``string_view`` values (nulls
+    propagating: the kernel flags them with the rows that fail): the kernel writes each row's (address, size) pair and its strings into an arena
     (its bytes from the host scratch, whose blocks keep their pages between calls; the arena goes with the
     call, as ``debug.leak_check`` expects), then one gather copies the bytes into the output's data and
     writes its offsets (int64 where the data passes what int32 offsets address, or ``large_string`` asked)
@@ -264,11 +264,12 @@ class HostStringCall(HostCall):
 
     @staticmethod
     def qualifies(plan: Plan, inputs: list[Input]) -> bool:  # type: ignore[override]
-        """Whether calls of ``plan`` make string, large_string or string_view values from inputs without nulls
-        (rows the kernel flags as failed are the output's nulls), not null-aware, no window."""
+        """Whether calls of ``plan`` make string, large_string or string_view values, not null-aware, no window:
+        the kernel flags each row (null in, or failed: a null out), and the flags are the output's validity."""
         spec = plan.spec
+        nulls_in = any(x.has_validity for x in inputs)
         return (plan.string_out in ("string", "large_string", "string_view") and bool(spec.arena)
-                and not spec.window and spec.null_mode == NullMode.NONE and not any(x.has_validity for x in inputs))
+                and not spec.window and spec.null_mode != NullMode.AWARE and (spec.flags or not nulls_in))
 
     def __init__(self, plan: Plan, inputs: list[Input]) -> None:
         super().__init__(plan, inputs, True)
@@ -322,9 +323,10 @@ class HostStringCall(HostCall):
         flags = self.recycled.take(n, _U8) if self.plan.spec.flags else _STAND_IN
         args: list[Any] = [0, pairs, flags]
         inputs: list[Any] = []
-        for addresses, offset, (reader, _) in zip(buffers, offsets, self.readers):
+        for addresses, offset, (reader, nullable) in zip(buffers, offsets, self.readers):
             data, extra = reader(addresses, offset + n)
-            inputs += (data, _STAND_IN, offset, extra)
+            validity = _view(addresses[0], (offset + n + 7) >> 3, _U8) if nullable else _STAND_IN
+            inputs += (data, validity, offset, extra)
         kernel = self.kernel
 
         def launch(arena: results.Arena) -> None:
