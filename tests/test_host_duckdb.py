@@ -36,6 +36,13 @@ def test_duckdb_function_over_many_vectors_with_nulls(con):
     assert total == pytest.approx(native)
 
 
+def test_duckdb_string_function_over_many_vectors_with_nulls(con):
+    ad.duckdb.register(con, "shout", shout, ["VARCHAR"])
+    con.sql("CREATE TABLE t AS SELECT CASE WHEN range % 7 = 2 THEN NULL ELSE repeat('é', range % 5) || range::VARCHAR "
+            "END s FROM range(10000)")  # five vectors of 2048 rows, the last one short
+    assert _duck(con, "SELECT shout(s) FROM t") == _duck(con, "SELECT upper(s) || '!' FROM t")
+
+
 def test_duckdb_types_from_annotations_python_and_arrow_types(con):
     def scaled(x: float, n: int):
         return x * n
@@ -83,6 +90,9 @@ def test_duckdb_on_the_gpu_matches_the_cpu(con):
     ("bool out, misaligned", lambda x: x > 0.5, [pa.array([0.25, None, 2.0] * 50)[5:]]),
     ("strings in", lambda s: len(s), [pa.array(["ab", None, "été", ""] * 30)]),
     ("bools in", lambda b: 1 if b else 0, [pa.array([True, None, False] * 30)]),
+    ("strings out", shout, [pa.array(["ab", "été", "", "x" * 30] * 30)]),
+    ("strings out, nullable and sliced", shout, [pa.array(["ab", None, "été", ""] * 30)[3:]]),
+    ("strings out of two", lambda s, t: s + t, [pa.array(["ab", None, "é"] * 30), pa.array(["x", "yz", None] * 30)]),
 ])
 def test_duckdb_batches_from_buffers_agree_with_the_general_path(name, f, arrays):
     """The prepared path from PyArrow buffers (HostUDF.pyarrow_call, what DuckDB's vectors take after the first)

@@ -161,21 +161,11 @@ def libcudf_selection(pieces: tuple[Piece, ...], group_rows: list[int]) -> tuple
 
 
 def _reading_threads() -> None:
-    """:data:`READ_THREADS` for KvikIO, unless the user chose: read by libkvikio from the environment when it
-    first reads, which in a worker is this module's first read (KvikIO's Python package, where installed, also
-    changes a pool already made)."""
-    if "KVIKIO_NTHREADS" in os.environ or "KVIKIO_NUM_THREADS" in os.environ:
-        return
-    os.environ["KVIKIO_NTHREADS"] = str(READ_THREADS)
-    try:
-        import kvikio.defaults
-    except ImportError:
-        return
-    setter = getattr(kvikio.defaults, "set", None)
-    if setter is not None:
-        setter("num_threads", READ_THREADS)
-    elif hasattr(kvikio.defaults, "num_threads_reset"):  # KvikIO before 25.04
-        kvikio.defaults.num_threads_reset(READ_THREADS)
+    """:data:`READ_THREADS` for KvikIO, unless the user chose: libkvikio reads ``KVIKIO_NTHREADS`` once, when it
+    first reads, which in a worker that reads only through arrowdev is this module's first read (a process that
+    read with cuDF before keeps what it had then: docs/distributed.md)."""
+    if "KVIKIO_NTHREADS" not in os.environ and "KVIKIO_NUM_THREADS" not in os.environ:
+        os.environ["KVIKIO_NTHREADS"] = str(READ_THREADS)
 
 
 def _read_on_gpu(pieces: tuple[Piece, ...], columns: list[str] | None) -> ArrowTable:

@@ -32,6 +32,7 @@ from .buffers import Memory
 from .execute import WORKING_SET
 from .inputs import Input
 from .plan import Plan, plan_for
+from .string_sink import StringSink
 from ..spec import UDF, Kind, NullMode, Target, function_key
 
 __all__ = ["HostCall", "HostStringCall", "bitmaps_flag", "call_prepared", "lookup", "prepare", "pyarrow_runner"]
@@ -253,13 +254,12 @@ class HostCall:
 
 class HostStringCall(HostCall):
     """A CPU call over one layout whose UDF makes ``string``, ``large_string`` or ``string_view`` values (nulls
-    propagating: the kernel flags them with the rows that fail): the kernel writes each row's (address, size) pair and its strings into an arena
-    (its bytes from the host scratch, whose blocks keep their pages between calls; the arena goes with the
-    call, as ``debug.leak_check`` expects), then one gather copies the bytes into the output's data and
-    writes its offsets (int64 where the data passes what int32 offsets address, or ``large_string`` asked)
-    or views, as execute.py does for a chunk of one range."""
+    propagating: the kernel flags them with the rows that fail): the kernel writes each row's (address, size)
+    pair and its strings into an arena (its bytes from the host scratch, whose blocks keep their pages between
+    calls; the arena goes with the call, as ``debug.leak_check`` expects), then the chunk's :class:`StringSink`
+    gathers them into the output's buffers in one batch, as execute.py does for a chunk of one range."""
 
-    __slots__ = ("plan", "mem", "key", "input_bytes", "string_types")
+    __slots__ = ("plan", "mem", "key", "input_bytes")
     MAX_ROWS = 1 << 16  # larger calls go the general way, in ranges of rows that bound their working set
 
     @staticmethod
@@ -278,9 +278,7 @@ class HostStringCall(HostCall):
         self.input_bytes = 32 * max(sum(x.kind.is_string for x in inputs), 1)  # a first guess a row, as execute
         import pyarrow as pa
 
-        self.string_types = {name: DataType.from_arrow(getattr(pa, name)())
-                             for name in ("string", "large_string", "string_view")}
-        self.arrow_type = self.string_types[plan.string_out]  # string becomes large_string past 2 GiB
+        self.arrow_type = DataType.from_arrow(getattr(pa, plan.string_out)())  # string: large_string past 2 GiB
 
     def takes(self, n: int) -> bool:
         """Whether a call of ``n`` rows is small enough for one arena within the working set (execute.py's
@@ -291,34 +289,23 @@ class HostStringCall(HostCall):
     def __call__(self, helds: list[Any],  # type: ignore[override]
                  nulls: list[int]) -> tuple[DataType, list[Any]] | None:
         n = helds[0].length
-        made = self.strings([h.buffers for h in helds], [h.offset for h in helds], n) if self.takes(n) else None
-        if made is None:
+        if not self.takes(n):
             return None
-        arrow_type, arrays, bitmap, null_count = made
-        keep = arrays if bitmap is None else [*arrays, bitmap]
-        held = _capsules.build(arrow_type, n, null_count, 0,
-                               [0 if bitmap is None else _address(bitmap), *(_address(a) for a in arrays)], [],
-                               device_type=_CPU, device_id=helds[0].device_id, keepalive=keep)
+        arrow_type, held = self.strings([h.buffers for h in helds], [h.offset for h in helds], n)
         return arrow_type, [held]
 
     def pyarrow_array(self, held: list[Any], offsets: list[int], nulls: list[int], n: int, out_type: Any) -> Any:
+        if not self.takes(n):
+            return None
         import pyarrow as pa
 
-        made = self.strings([tuple(b.address if b is not None else 0 for b in buffers) for buffers in held],
-                            offsets, n) if self.takes(n) else None
-        if made is None:
-            return None
-        arrow_type, arrays, bitmap, null_count = made
-        if arrow_type is self.string_types["string_view"]:
-            arrays = arrays[:-1]  # PyArrow lists a view array's data buffers without the C ABI's sizes buffer
-        return pa.Array.from_buffers(arrow_type.to_pyarrow(), n, [
-            None if bitmap is None else pa.py_buffer(bitmap), *(pa.py_buffer(a) for a in arrays)], null_count)
+        _, out = self.strings([tuple(b.address if b is not None else 0 for b in buffers) for buffers in held],
+                              offsets, n)
+        return pa.Array._import_from_c_capsule(*out.export_pair(False))
 
-    def strings(self, buffers: list[tuple[int, ...]], offsets: list[int],
-                n: int) -> tuple[DataType, list[Any], Any, int] | None:
-        """(type, buffers after the validity as the C ABI orders them, validity bitmap or None, null count) of
-        the strings the UDF makes over ``n`` rows of inputs given by their buffers' addresses and offsets (a row
-        the kernel flags as failed is null); None where string_view data would pass one 2 GiB buffer."""
+    def strings(self, buffers: list[tuple[int, ...]], offsets: list[int], n: int) -> tuple[DataType, Any]:
+        """(type, held array) of the strings the UDF makes over ``n`` rows of inputs given by their buffers'
+        addresses and offsets (a row the kernel flags, null in or failed, is null)."""
         pairs = self.recycled.take(2 * n, _I64)
         flags = self.recycled.take(n, _U8) if self.plan.spec.flags else _STAND_IN
         args: list[Any] = [0, pairs, flags]
@@ -333,32 +320,21 @@ class HostStringCall(HostCall):
             kernel(n, *args, np.int64(arena.state_address), *inputs)
 
         arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True)
-        sizes = pairs[1:2 * n:2]
-        kind = self.plan.string_out
-        if kind == "string_view":
-            nbytes = int(sizes[sizes > 12].sum())  # views of up to 12 bytes hold their bytes inline
-            if nbytes > results.WINDOW - 1:
-                return None
-            out = np.empty(4 * n, _I32)
-            data = np.empty(max(nbytes, 1), _U8)
-            results.gather_views(n, pairs, out, 0, 0, 0, _address(data))
-            arrays = [out, data, np.array([nbytes], _I64)]
-        else:
-            nbytes = int(sizes.sum())
-            kind = "large_string" if nbytes > results.STRING_LIMIT else kind
-            out = np.empty(n + 1, _I64 if kind == "large_string" else _I32)
-            out[0] = 0
-            data = np.empty(max(nbytes, 1), _U8)
-            results.gather_with_offsets(n, pairs, out, 0, 0, _address(data))
-            arrays = [out, data]
+        sink = StringSink(self.mem, n, self.plan.string_out, 1)
+        sink.add(pairs, 0, n)
         del arena  # its strings copied out (the pairs point into it until here)
-        results.remember_output(self.key, out.nbytes + nbytes, nbytes, n)
-        bitmap, null_count = None, 0
+        keep: list[Any] = []
+        arrow_type, out_buffers = sink.finish(keep)
+        results.remember_output(self.key, sink.nbytes(), sum(sink.used), n)
+        validity, null_count = 0, 0
         if flags is not _STAND_IN:
             null_count = n - int(np.count_nonzero(flags))
             if null_count:
                 bitmap = np.packbits(flags, bitorder="little")
-        return self.string_types[kind], arrays, bitmap, null_count
+                keep.append(bitmap)
+                validity = _address(bitmap)
+        return arrow_type, _capsules.build(arrow_type, n, null_count, 0, [validity, *out_buffers], [],
+                                           device_type=_CPU, device_id=self.mem.device.id, keepalive=keep)
 
 
 def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
