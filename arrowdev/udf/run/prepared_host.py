@@ -320,7 +320,8 @@ class HostStringCall(HostCall):
             kernel(n, *args, np.int64(arena.state_address), *inputs)
 
         arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True)
-        sink = StringSink(self.mem, n, self.plan.string_out, 1)
+        learned = results.output_per_row(self.key)  # as ChunkOutput: int64 offsets from the start where it says so
+        sink = StringSink(self.mem, n, self.plan.string_out, 1, learned and learned[1])
         sink.add(pairs, 0, n)
         del arena  # its strings copied out (the pairs point into it until here)
         keep: list[Any] = []
