@@ -238,6 +238,43 @@ def test_gpu_string_outputs_over_many_ranges_equal_python(small_ranges, string_t
         assert out.to_pylist() == expected(source).to_pylist()
 
 
+def _waits_of(call):
+    """(result, {kind: count}) of the host's waits for the GPU while ``call`` runs: stream synchronisations
+    (a CuPy ``get`` makes one) and synchronous copies."""
+    cupy = pytest.importorskip("cupy")
+    counts = {"synchronize": 0, "memcpy": 0}
+    sync, memcpy = cupy.cuda.Stream.synchronize, cupy.cuda.runtime.memcpy
+
+    def counted_sync(self, *args, **kwargs):
+        counts["synchronize"] += 1
+        return sync(self, *args, **kwargs)
+
+    def counted_memcpy(*args, **kwargs):
+        counts["memcpy"] += 1
+        return memcpy(*args, **kwargs)
+    cupy.cuda.Stream.synchronize, cupy.cuda.runtime.memcpy = counted_sync, counted_memcpy
+    try:
+        return call(), counts
+    finally:
+        cupy.cuda.Stream.synchronize, cupy.cuda.runtime.memcpy = sync, memcpy
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nulls", [False, True])
+def test_gpu_a_one_range_string_udf_waits_for_the_gpu_once(nulls):
+    """A string UDF over one range of rows reads the arena's claim, the strings' total bytes and the valid rows
+    in one wait (it waited twice for the first two, and its output's null count cost a reader a third)."""
+    source = strings(10_000, nulls=nulls)
+    col = ad.column(source).to_device()
+    f, expected = UDFS["upper"]
+    col.apply(f)  # compiled, the kernel's rates learned
+    out, waits = _waits_of(lambda: col.apply(f))
+    nulls_seen, more = _waits_of(lambda: out.null_count)
+    assert waits == {"synchronize": 1, "memcpy": 0}, waits
+    assert more == {"synchronize": 0, "memcpy": 0} and nulls_seen == source.null_count, (more, nulls_seen)
+    assert out.to_pylist() == expected(source).to_pylist()
+
+
 @pytest.mark.gpu
 def test_gpu_a_rate_learned_on_another_column_maps_little_past_the_output():
     """The kernel's last call ran over strings 8x longer: the next call's short first range measures this

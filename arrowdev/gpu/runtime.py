@@ -249,16 +249,16 @@ def read_bytes(address: int, nbytes: int, device_id: int) -> bytes:
     return out.tobytes()
 
 
-def read_many(requests: list[tuple[int, int]], device_id: int) -> list[bytes]:
+def read_many(requests: list[tuple[int, int]], device_id: int, stream: Any = None) -> list[bytes]:
     """Copies each (address, nbytes) of device memory to the host: one batch of asynchronous copies into
-    pinned memory on arrowdev's stream, then one wait (planning a table of many string chunks reads two
-    offsets per chunk: read one by one, each waited for its own synchronous copy)."""
+    pinned memory on ``stream`` (arrowdev's by default), then one wait (planning a table of many string chunks
+    reads two offsets per chunk: read one by one, each waited for its own synchronous copy)."""
     total = sum(nbytes for _, nbytes in requests)
     if total == 0:
         return [b"" for _ in requests]
     cp = cupy()
     pinned = cp.cuda.alloc_pinned_memory(total)
-    stream = stream_for(device_id)
+    stream = stream if stream is not None else stream_for(device_id)
     with cp.cuda.Device(device_id):
         position = 0
         for address, nbytes in requests:

@@ -141,4 +141,4 @@ def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, s
         launch(None)
         return None
     return results.launch_with_arena((plan.kernel, mem.device), launch, mem, b, 32 * b * _strings_in(inputs),
-                                     plan.allocates, reuse)
+                                     plan.allocates, reuse, output.range_reads(start, b))

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...core.types import DataType
+from ...gpu import runtime
 from ..compile.strings.meminfo_layout import (ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, HEADER, STATE_WORDS,
                                               ArenaWord, MemInfo, block_bytes)
 
@@ -88,10 +89,6 @@ class Arena:
         else:
             self.state[ArenaWord.CLAIMED] = 0
 
-    def claimed(self) -> int:
-        """Bytes the launch asked for (waits for the launch)."""
-        return _scalar(self.mem, self.state, ArenaWord.CLAIMED)
-
     def check_meminfos(self, used: int) -> None:
         """Walks the blocks: every MemInfo must be back at a count of one, the arena's own reference, so
         NRT's increfs and decrefs balanced. Raises ``AssertionError`` naming the first that did not."""
@@ -132,6 +129,17 @@ def _scalar(mem: Any, array: Any, index: int) -> int:
     return int(array[index:index + 1].get(stream=mem.stream)[0])
 
 
+def read_scalars(mem: Any, items: list[tuple[Any, int]]) -> list[int]:
+    """``array[index]`` for each (array, index), on the host after the chunk's stream has run up to here: on a
+    GPU in one wait for all of them."""
+    if not mem.gpu:
+        return [int(array[index]) for array, index in items]
+    sizes = [array.dtype.itemsize for array, _ in items]
+    raw = runtime.read_many([(array.data.ptr + size * index, size) for (array, index), size in zip(items, sizes)],
+                            mem.device.id, mem.stream)
+    return [int(np.frombuffer(data, array.dtype)[0]) for data, (array, _) in zip(raw, items)]
+
+
 def _address(mem: Any, array: Any) -> int:
     return array.data.ptr if mem.gpu else array.ctypes.data
 
@@ -153,10 +161,12 @@ def initial_capacity(key: Any, n: int, input_bytes: int) -> int:
 
 
 def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int, allocates: bool,
-                      reuse: Arena | None = None) -> Arena:
+                      reuse: Arena | None = None, reads: Any = None) -> Arena:
     """Runs ``launch(arena)`` until the arena held everything; returns that arena. ``reuse``: the arena of
     the batch before, taken again (its strings are no longer needed: work queued after theirs overwrites
-    them) when it is large enough."""
+    them) when it is large enough. ``reads`` (a GPU): what else the host needs of each launch, read in the same
+    wait as the arena's claim: ``reads.queue()`` queues work after the launch and names the device values to
+    read, ``reads.took(values)`` gets them after the launch that held."""
     capacity = initial_capacity(key, n, input_bytes) if allocates else 0
     for run in range(MAX_RUNS):
         if reuse is not None and reuse.capacity >= capacity:
@@ -165,8 +175,15 @@ def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int,
         else:
             arena = Arena(mem, capacity)
         launch(arena)
-        claimed = arena.last_claimed = arena.claimed() if allocates else 0
+        wanted = reads.queue() if reads is not None else []
+        if allocates:
+            claimed, *values = read_scalars(mem, [(arena.state, ArenaWord.CLAIMED), *wanted])
+        else:
+            claimed, values = 0, read_scalars(mem, wanted) if wanted else []
+        arena.last_claimed = claimed
         if claimed <= arena.capacity:
+            if reads is not None:
+                reads.took(values)
             if allocates and n >= LEARN_ROWS and not device_malloc_for_benchmarks:
                 _bytes_per_row[key] = claimed / n
             if check_meminfos:

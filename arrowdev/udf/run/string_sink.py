@@ -51,14 +51,27 @@ class StringSink:
             self.out, _, self.out_keep = mem.new(4 * n, np.int32)
         else:
             self.out, _, self.out_keep = mem.new(n + 1, np.int64 if self.large else np.int32)
-            self._set(self.out, 0, 0)
+            if not (mem.gpu and n):  # a GPU's first range writes offsets[0] with its own (StringSink._offsets)
+                self._set(self.out, 0, 0)
         self.total = 0  # data bytes so far (string_view: in the current data buffer)
         self.buffers: list[tuple[int, Any]] = []  # (address, owner) of each data buffer
         self.used: list[int] = []  # bytes of each data buffer in use
 
-    def add(self, pairs: Any, start: int, b: int) -> None:
-        """Rows [start, start + b), whose pairs are the first ``2 * b`` of ``pairs`` (their strings still alive)."""
-        mem, xp = self.mem, self.mem.cp if self.mem.gpu else np
+    def scan(self, pairs: Any, b: int) -> Any:
+        """GPU: the running sum of the data bytes of ``b`` rows' strings (``b + 1`` values from 0), queued;
+        ``scan[b]`` is their total."""
+        mem, cp = self.mem, self.mem.cp
+        with mem.on_device():
+            kept = _as_array(mem, pairs)[:2 * b]
+            sizes = kept[1::2] if not self.views else kept[1::2] * (kept[1::2] > 12)  # inline views keep none
+            batch = cp.zeros(b + 1, dtype=np.int64)
+            cp.cumsum(sizes, out=batch[1:])
+        return batch
+
+    def add(self, pairs: Any, start: int, b: int, scanned: tuple[Any, int] | None = None) -> None:
+        """Rows [start, start + b), whose pairs are the first ``2 * b`` of ``pairs`` (their strings still alive).
+        ``scanned``: the :meth:`scan` of these rows and its total, where the host read it already (GPU)."""
+        mem = self.mem
         if not mem.gpu:  # one pass: each row's bytes copied and its offset (or view) written
             sizes = np.asarray(pairs)[1:2 * b:2]
             nbytes = int(sizes[sizes > 12].sum() if self.views else sizes.sum())  # inline views keep none
@@ -71,12 +84,11 @@ class StringSink:
             self.used[-1] = self.total
             self._widen_early(start, b)
             return
-        with mem.on_device():
-            kept = _as_array(mem, pairs)[:2 * b]
-            sizes = kept[1::2] if not self.views else kept[1::2] * (kept[1::2] > 12)  # inline views keep none
-            batch = xp.zeros(b + 1, dtype=np.int64)
-            xp.cumsum(sizes, out=batch[1:])
-        nbytes = _scalar(mem, batch, b)
+        if scanned is None:
+            batch = self.scan(pairs, b)
+            nbytes = _scalar(mem, batch, b)
+        else:
+            batch, nbytes = scanned
         data = self._room(nbytes)
         _gather(mem, b, pairs, batch, data + self.total)
         if self.views:
@@ -137,9 +149,11 @@ class StringSink:
         self.out, self.out_keep, self.large = wide, keep, True
 
     def _offsets(self, batch: Any, start: int, b: int) -> None:
+        """Offsets [start, start + b] from the rows' scan (which starts at 0): offsets[start] is written again
+        with the value the range before wrote, or 0 for the first."""
         with self.mem.on_device():
-            target = _as_array(self.mem, self.out)
-            target[start + 1:start + b + 1] = batch[1:] + self.total
+            target = _as_array(self.mem, self.out)[start:start + b + 1]
+            target[...] = batch + self.total if self.total else batch
 
     def _set(self, array: Any, index: int, value: int) -> None:
         with self.mem.on_device():
