@@ -13,8 +13,8 @@ UDFs (each with the host's native expression for the same thing):
 Per host and size: the host's row-by-row UDF (Polars ``map_elements``, DuckDB ``create_function`` with
 ``type="native"``, pandas ``Series.map``; skipped past ``--row-by-row-max`` rows, they take seconds), arrowdev
 (``ad.polars.udf``, ``ad.duckdb.register``, ``ad.pandas.apply``; with ``--gpu`` also ``device="cuda"``), the
-native expression, and for DuckDB an identity Arrow function (``type="arrow"``, returning its input: DuckDB's own
-floor for a vectorized Python function) and, for the numeric UDFs, the vectorized Arrow function a DuckDB user
+native expression, and for DuckDB an identity Arrow function of the UDF's arguments (``type="arrow"``, returning its
+first input: DuckDB's own floor for a vectorized Python function of that many arguments) and, for the numeric UDFs, the vectorized Arrow function a DuckDB user
 writes by hand (``numpy_arrow``: the NumPy expression over each vector). Times are the best of ``--runs`` after a warm-up call (which compiles);
 DuckDB queries consume the result with ``sum`` (numbers) or ``sum(length(...))`` (strings), Polars and pandas
 materialize the new column. Every arrowdev result is checked against the native expression's first.
@@ -156,7 +156,10 @@ def duckdb_cases(table: pa.Table, udf: str, gpu: bool) -> dict[str, Callable[[],
     types = ["DOUBLE" if c != "s" else "VARCHAR" for c in cols]
     returns = "DOUBLE" if numeric else "VARCHAR"
     con.create_function("row_by_row", f, types, returns, type="native")
-    con.create_function("identity", lambda *a: a[0], types[:1], types[0], type="arrow", null_handling="special")
+    # the floor of a function of as many arguments (DuckDB makes an Arrow array of each argument per vector);
+    # DuckDB counts the function's parameters: one function per arity
+    identity = (lambda a: a) if len(cols) == 1 else (lambda a, b: a)
+    con.create_function("identity", identity, types, types[0], type="arrow", null_handling="special")
     ad.duckdb.register(con, "arrowdev", f, types)
     args = ", ".join(cols)
 
@@ -164,7 +167,7 @@ def duckdb_cases(table: pa.Table, udf: str, gpu: bool) -> dict[str, Callable[[],
         sql = f"SELECT sum({expression}) FROM t" if numeric else f"SELECT sum(length({expression})) FROM t"
         return lambda: con.sql(sql).fetchall()
     cases = {"row_by_row": query(f"row_by_row({args})"), "arrowdev": query(f"arrowdev({args})"),
-             "native": query(_SQL[udf]), "identity": query(f"identity({cols[0]})")}
+             "native": query(_SQL[udf]), "identity": query(f"identity({args})")}
     if numeric:
         expression = NUMPY[udf]  # DuckDB counts the function's parameters: one function per arity
         numpy_arrow = ((lambda a: pa.array(expression(a.to_numpy()))) if len(cols) == 1 else
