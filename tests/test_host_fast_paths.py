@@ -138,6 +138,25 @@ def test_polars_plans_a_new_expression_of_the_same_function_from_what_it_answere
         assert df.select(ad.polars.udf(f, "n")).to_series().to_list() == [3.0, 5.0, 7.0]
 
 
+def test_a_type_no_udf_takes_is_refused_after_types_that_passed():
+    """The host's types are checked once per set of types that passed: a batch of another set, one the UDF
+    cannot take or of the wrong count, is still refused naming the column, however many batches came before."""
+    pl = pytest.importorskip("polars")
+    import arrowdev.polars  # noqa: F401
+
+    def f(a, b):
+        return a + b
+
+    good = pl.DataFrame({"a": [1.0, 2.0], "b": [3, 4], "l": [[1], [2]]})
+    for _ in range(3):
+        assert good.select(ad.polars.udf(f, "a", "b")).to_series().to_list() == [4.0, 6.0]
+    with pytest.raises(Exception, match="'l' of type .*which a UDF cannot take"):
+        good.select(ad.polars.udf(f, "a", "l"))
+    with pytest.raises(Exception, match="takes 2 argument"):
+        good.select(ad.polars.udf(f, "a", "b", "a"))
+    assert good.select(ad.polars.udf(f, "a", "b")).to_series().to_list() == [4.0, 6.0]
+
+
 def test_recycled_buffers_are_never_written_while_held():
     """A prepared call takes its output buffer from its last calls' only when nothing holds it: results kept by
     the caller keep their values through later calls, and a dropped one's buffer is taken again."""

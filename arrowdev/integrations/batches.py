@@ -84,6 +84,7 @@ class HostUDF:
         self._wanted = None if out_type is None else DataType.from_arrow(self.options["out_type"])
         self._types: dict[Any, DataType] = {}  # PyArrow input types seen -> DataType
         self._results: dict[tuple[DataType, ...], DataType] = {}  # input types -> result type (result_type)
+        self._accepted: set[tuple[Any, ...]] = set()  # input types that passed :meth:`check` (Polars: every batch)
         self._as_udf: dict[int, Callable[..., Any]] = {}  # arity -> f as a Python function (udf/run/callables.py)
         self._last: tuple | None = None  # (layout probe, (prepared call, output PyArrow type)) of the last batch
         # ``run(arrays, chunked)`` (prepared_host.pyarrow_runner) of the last layout without nulls that has one: a
@@ -191,6 +192,9 @@ class HostUDF:
     def check(self, types: Sequence[Any], names: Sequence[str], shown: Sequence[str] | None = None) -> None:
         """TypeError, naming the input and its type, for a type no UDF can take or an input count that is
         not ``f``'s number of arguments."""
+        key = tuple(types)
+        if key in self._accepted:
+            return
         if self.arity is not None and self.arity != len(types):
             raise TypeError(f"{_name(self.f)} takes {self.arity} argument(s), but {self.host} passes "
                             f"{len(types)} {self.noun}(s): {', '.join(map(repr, names))}; pass one {self.noun} "
@@ -204,6 +208,7 @@ class HostUDF:
                 raise TypeError(f"{self.host} passes {self.noun} {name!r} of type {host_type}, which a UDF cannot "
                                 "take: expected numbers, bools, dates, times, timestamps, durations or strings; "
                                 f"cast the {self.noun} to one of them first") from None
+        self._accepted.add(key)
 
     def result_type(self, types: Sequence[Any], names: Sequence[str], shown: Sequence[str] | None = None) -> DataType:
         """The type ``f`` returns over inputs of ``types`` (Arrow types), without running it on data: it is
