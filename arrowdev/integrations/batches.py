@@ -90,6 +90,8 @@ class HostUDF:
         # ``run(arrays, chunked)`` (prepared_host.pyarrow_runner) of the last layout without nulls that has one: a
         # batch of it straight into the kernel, None for any other batch (DuckDB's function calls it first)
         self.runner: Callable[[Any, bool], Any] | None = None
+        # ``run(arrays)`` (prepared_host.numpy_runner) of the last NumPy dtypes :meth:`numpy_call` was prepared for
+        self.numpy_runner: Callable[[list[Any]], Any] | None = None
 
     @classmethod
     def shared(cls, f: Callable[..., Any], **options: Any) -> HostUDF:
@@ -151,6 +153,29 @@ class HostUDF:
             if not any(nulls):  # the next batches of this layout without nulls: straight to the kernel
                 self.runner = prepared_host.pyarrow_runner(call, f, tuple(a.type for a in arrays), out_type)
         return call.pyarrow_array(buffers, offsets, nulls, n, out_type)
+
+    def numpy_call(self, arrays: Sequence[Any]) -> Any:
+        """``f`` over NumPy arrays of numbers without nulls (CPU), as a NumPy array: the layout's prepared call
+        straight from the arrays (Polars hands numeric Series over that way, zero-copy). None where the layout
+        has no prepared call yet (the first batch of it goes through :meth:`__call__`, which prepares it), or
+        its output is not numbers."""
+        run = self.numpy_runner  # read once: a host may call from several threads
+        values = run(list(arrays)) if run is not None else None
+        if values is not None or not self._cpu:
+            return values
+        dtypes = tuple(a.dtype for a in arrays)
+        try:
+            kinds = tuple((DataType.from_arrow(pa.from_numpy_dtype(t)), False) for t in dtypes)
+        except (pa.ArrowNotImplementedError, TypeError):
+            return None
+        f = self._as_udf.get(len(arrays)) or self._as_udf.setdefault(len(arrays), as_udf(self.f, len(arrays)))
+        call = prepared_host.lookup(UDF(f), kinds, prepared_host.bitmaps_flag([]), self.options["null_aware"],
+                                    self._wanted, self.options["string_type"])
+        run = prepared_host.numpy_runner(call, f, dtypes) if call is not None else None
+        if run is None:
+            return None
+        self.numpy_runner = run
+        return run(list(arrays))
 
     def _learn(self, arrow_types: list[Any]) -> None:
         """Keeps the DataTypes of the input types :meth:`pyarrow_call` sees (not string_view's: PyArrow lists a

@@ -35,7 +35,8 @@ from .plan import Plan, plan_for
 from .string_sink import StringSink
 from ..spec import UDF, Kind, NullMode, Target, function_key
 
-__all__ = ["HostCall", "HostStringCall", "bitmaps_flag", "call_prepared", "lookup", "prepare", "pyarrow_runner"]
+__all__ = ["HostCall", "HostStringCall", "bitmaps_flag", "call_prepared", "lookup", "numpy_runner", "prepare",
+           "pyarrow_runner"]
 
 _CPU = 1  # ArrowDeviceType of CPU memory
 _calls: dict[tuple, HostCall | None] = {}  # None: the layout was looked at and does not qualify
@@ -378,6 +379,35 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
             offsets.append(array.offset)
         values = compute(buffers, offsets, no_nulls, n)[0]
         return from_buffers(out_type, n, [None, py_buffer(values)], 0, 0)
+    return run
+
+
+def numpy_runner(call: HostCall, f: Callable, dtypes: tuple) -> Callable[[list[np.ndarray]], Any] | None:
+    """For engines whose batches are NumPy arrays without nulls (a Polars Series of numbers is one, zero-copy):
+    ``run(arrays)``, the NumPy array of ``call``'s values over ``arrays`` (one-dimensional, contiguous, of
+    ``dtypes``), checked as :func:`pyarrow_runner` checks its batches; None from ``run`` where a check fails. No
+    ``run`` where ``call`` is not one of numbers over numbers without nulls (bools come out as bits)."""
+    if (isinstance(call, HostStringCall) or call.mode != NullMode.NONE or not call.fixed_width or call.bits
+            or any(nullable for _, nullable in call.readers)):
+        return None
+    compute = call.compute
+    no_nulls, offsets = [0] * len(dtypes), [0] * len(dtypes)
+    key = function_key(f)
+    code, defaults, _ = key
+    plain = f.__closure__ is None
+
+    def run(arrays: list[np.ndarray]) -> Any:
+        if len(arrays) != len(dtypes):
+            return None
+        if (f.__code__ is not code or f.__defaults__ is not defaults) if plain else function_key(f) != key:
+            return None
+        n = len(arrays[0])
+        buffers = []
+        for array, dtype in zip(arrays, dtypes):
+            if array.dtype != dtype or array.ndim != 1 or len(array) != n or not array.flags.c_contiguous:
+                return None
+            buffers.append((0, array.__array_interface__["data"][0]))
+        return compute(buffers, offsets, no_nulls, n)[0] if n else None
     return run
 
 
