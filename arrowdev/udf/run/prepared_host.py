@@ -354,14 +354,10 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
 
     compute, from_buffers, py_buffer = call.compute, pa.Array.from_buffers, pa.py_buffer
     no_nulls = [0] * len(types)
-    key = function_key(f)
-    code, defaults, cells = key
-    plain = f.__closure__ is None  # its key is its code and defaults: compared by identity, no key made per call
+    unchanged = _unchanged(f)
 
     def run(arrays: Any, chunked: bool) -> Any:
-        if len(arrays) != len(types):
-            return None
-        if (f.__code__ is not code or f.__defaults__ is not defaults) if plain else function_key(f) != key:
+        if len(arrays) != len(types) or not unchanged():
             return None
         buffers, offsets, n = [], [], -1
         for array, arrow_type in zip(arrays, types):
@@ -392,14 +388,10 @@ def numpy_runner(call: HostCall, f: Callable, dtypes: tuple) -> Callable[[list[n
         return None
     compute = call.compute
     no_nulls, offsets = [0] * len(dtypes), [0] * len(dtypes)
-    key = function_key(f)
-    code, defaults, _ = key
-    plain = f.__closure__ is None
+    unchanged = _unchanged(f)
 
     def run(arrays: list[np.ndarray]) -> Any:
-        if len(arrays) != len(dtypes):
-            return None
-        if (f.__code__ is not code or f.__defaults__ is not defaults) if plain else function_key(f) != key:
+        if len(arrays) != len(dtypes) or not unchanged():
             return None
         n = len(arrays[0])
         buffers = []
@@ -409,6 +401,16 @@ def numpy_runner(call: HostCall, f: Callable, dtypes: tuple) -> Callable[[list[n
             buffers.append((0, array.__array_interface__["data"][0]))
         return compute(buffers, offsets, no_nulls, n)[0] if n else None
     return run
+
+
+def _unchanged(f: Callable) -> Callable[[], bool]:
+    """Whether ``f`` is still the function a runner was made for: its code, defaults and closure values (a
+    runner's call is checked each time; a function without a closure by identity, no key made per call)."""
+    key = function_key(f)
+    code, defaults, _ = key
+    if f.__closure__ is None:
+        return lambda: f.__code__ is code and f.__defaults__ is defaults
+    return lambda: function_key(f) == key
 
 
 def _reader(kind: Kind, np_dtype: np.dtype | None) -> Callable[[tuple, int], tuple[Any, Any]]:
