@@ -57,7 +57,7 @@ class PolarsUDF:
                             f"{[*args, *kwargs]}")
         inputs = list(series) if isinstance(series, (list, tuple)) else [series]
         if len(inputs) == 1 and isinstance(inputs[0].dtype, pl.Struct):  # pl.struct("a", "b").map_batches
-            inputs = [inputs[0].struct.field(name) for name in inputs[0].struct.fields]
+            inputs = inputs[0].struct.unnest().get_columns()  # struct.field() builds a query per field: 25 us each
         names, shown = [s.name for s in inputs], [str(s.dtype) for s in inputs]
         if return_dtype is None:
             key = (names[0], tuple(shown), len(inputs[0]))
