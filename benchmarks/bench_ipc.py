@@ -15,8 +15,9 @@ CLOCK_MONOTONIC, one clock for both processes):
   consumer (the tensor rebuilt over the mapped allocation), the kernel; then the drop.
 
 Medians over ``--runs`` after a warm-up. Goal: arrowdev's handoff no slower than torch's. The lease
-overhead per handoff is measured apart in the consumer: a lease and its release on an open connection to
-the exporter, and with a connection made for it (connect, greeting, lease, release, close). torch's part is
+overhead per handoff is measured apart in the consumer: a lease and its release on the connection kept idle
+since the last (what a handoff pays), on a connection another lease holds open, and with a connection made for
+it (connect, greeting, lease, release, close: what a handoff paid before idle connections were kept). torch's part is
 skipped, saying so, where torch is not installed.
 """
 
@@ -51,9 +52,8 @@ def _arrowdev_consumer(conn) -> None:  # noqa: ANN001 - a multiprocessing Connec
     conn.send(_lease_round_trips(conn.recv_bytes()))
 
 
-def _lease_round_trips(data: bytes) -> tuple[float, float]:
-    """Median microseconds of (a lease and its release on an open connection, the same with a connection
-    made and closed for it), on the export that ``data`` (``export_ipc`` bytes) names."""
+def _lease_round_trips(data: bytes) -> tuple[float, float, float]:
+    """:func:`_lease_pairs` on the export that ``data`` (``export_ipc`` bytes) names."""
     from arrowdev.cuda import ipc
 
     header, _ = ipc.parse_handle(data)
@@ -61,23 +61,33 @@ def _lease_round_trips(data: bytes) -> tuple[float, float]:
     return _lease_pairs(target["address"], target["export"], target["pid"])
 
 
-def _lease_pairs(address: str, export: str, pid: int) -> tuple[float, float]:
+def _lease_pairs(address: str, export: str, pid: int) -> tuple[float, float, float]:
+    """Median microseconds of a lease and its release: while another lease holds the connection open; with no
+    other lease held, the connection kept idle between pairs (what a handoff pays); and with a connection made
+    and closed for each pair (``IDLE_KEPT = 0``: what a handoff paid before connections were kept)."""
     from arrowdev.cuda import lease_client
 
     def pair() -> None:
         lease_client.lease(address, export, pid).release()
-    cold = _median_us(pair, 200)  # no other lease held: each pair connects, and closes at the release
+    idle = _median_us(pair, 2000)
+    kept = lease_client.IDLE_KEPT
+    lease_client.IDLE_KEPT = 0
+    try:
+        pair()  # closes the idle connection
+        cold = _median_us(pair, 200)
+    finally:
+        lease_client.IDLE_KEPT = kept
     held = lease_client.lease(address, export, pid)  # holds the connection open
     warm = _median_us(pair, 2000)
     held.release()
-    return warm, cold
+    return warm, idle, cold
 
 
 def _lease_consumer(conn, address: str, export: str, pid: int) -> None:  # noqa: ANN001
     conn.send(_lease_pairs(address, export, pid))
 
 
-def run_leases_only() -> tuple[float, float]:
+def run_leases_only() -> tuple[float, float, float]:
     """The lease round trips alone, against an export of fake memory (no GPU needed)."""
     from arrowdev.cuda import lease_server
 
@@ -123,7 +133,7 @@ def _torch_consumer(tensors, results) -> None:  # noqa: ANN001 - torch.multiproc
     torch.cuda.synchronize()
 
 
-def run_arrowdev(n: int, runs: int) -> tuple[list[dict[str, float]], tuple[float, float]]:
+def run_arrowdev(n: int, runs: int) -> tuple[list[dict[str, float]], tuple[float, float, float]]:
     import numpy as np
     import pyarrow as pa
 
@@ -197,24 +207,24 @@ def main() -> None:
     record.add_json_option(parser, "bench_ipc")
     args = parser.parse_args()
     if args.leases_only:
-        warm_us, cold_us = run_leases_only()
-        print(f"lease + release: {warm_us:.1f} us on an open connection, {cold_us:.1f} us with the connection made "
-              f"and closed for it")
+        warm_us, idle_us, cold_us = run_leases_only()
+        print(f"lease + release: {warm_us:.1f} us on a connection another lease holds, {idle_us:.1f} us on the idle "
+              f"connection kept since the last, {cold_us:.1f} us with the connection made and closed for it")
         return
     import cupy as cp
 
     n = int(args.gib * (1 << 30)) // 8
     machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"{machine}: {n * 8 / (1 << 30):.2f} GiB ({n} float64 values), {args.runs} handoffs each, medians")
-    ours, (warm_us, cold_us) = run_arrowdev(n, args.runs)
+    ours, (warm_us, idle_us, cold_us) = run_arrowdev(n, args.runs)
     mine = _medians(ours)
     print(f"arrowdev: handoff {mine['handoff_ms']:.2f} ms = export {mine['export_ms']:.2f} + pipe and import "
           f"{mine['handoff_ms'] - mine['export_ms'] - mine['kernel_ms']:.2f} (import_ipc {mine['import_ms']:.2f}) "
           f"+ first kernel {mine['kernel_ms']:.2f}; drop {mine['drop_ms']:.2f} ms")
-    print(f"lease overhead per handoff: {warm_us:.1f} us (lease + release, connection open), "
-          f"{cold_us:.1f} us (with the connection made and closed for it)")
+    print(f"lease overhead per handoff: {idle_us:.1f} us (lease + release on the idle connection kept), "
+          f"{warm_us:.1f} us (connection held by another lease), {cold_us:.1f} us (a connection made for it)")
     theirs = run_torch(n, args.runs)
-    rows = [{"library": "arrowdev", **mine, "lease_us_open": warm_us, "lease_us_connect": cold_us}]
+    rows = [{"library": "arrowdev", **mine, "lease_us_open": warm_us, "lease_us_idle": idle_us, "lease_us_connect": cold_us}]
     if theirs is not None:
         torch_m = _medians(theirs)
         print(f"torch:    handoff {torch_m['handoff_ms']:.2f} ms = put and get {torch_m['put_get_ms']:.2f} + first "

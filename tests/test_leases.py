@@ -253,10 +253,11 @@ def test_a_handle_used_after_its_lease_ended_is_refused(server, kept):
     lease.release()
     wait_for(lambda: server.registry.stats()["leases_granted"] == 0, 1.0)
     assert lease_client.stats()["leases_held"] == 0
-    wait_for(lambda: server.peers() == 0, 1.0)  # the last release closed the connection
+    assert server.peers() == 1  # the connection stays open, idle, for the next lease
     del owner
     with pytest.raises(InvalidArrowError, match="refused a lease: export .* has ended"):
         lease_client.lease(server.address, export.id, os.getpid())
+    wait_for(lambda: server.peers() == 0, 1.0)  # a refused lease closes it
     with pytest.raises(InvalidArrowError, match="has gone: nothing answers .* stale"):
         lease_client.lease(server.address + ".gone", export.id, 12345)
 
@@ -335,6 +336,28 @@ def test_an_exporter_exiting_with_live_leases_waits_then_names_what_it_breaks(tm
         lease_client.lease(address, export_id, child.pid)  # the next import from a gone exporter
     lease.release()
     assert lease_client.stats()["leases_held"] == 0
+
+
+def test_the_next_lease_reuses_the_idle_connection_and_the_lease_is_back_meanwhile(server, kept):
+    owner = Owner()
+    export = server.registry.add(kept(), owner=owner)
+    for _ in range(3):
+        lease = lease_client.lease(server.address, export.id, os.getpid())
+        assert server.registry.stats()["leases_granted"] == 1 and server.peers() == 1
+        lease.release()  # RELEASE sent: the connection no longer gives the lease back by closing
+        wait_for(lambda: server.registry.stats()["leases_granted"] == 0, 1.0)
+        assert server.peers() == 1 and lease_client.stats() == {"leases_held": 0, "exporters": 0, "leases_broken": 0}
+
+
+def test_an_idle_connection_to_an_exporter_that_has_gone_is_replaced(tmp_path_factory, spawn):
+    directory = tmp_path_factory.mktemp("idle")
+    directory.chmod(0o700)
+    child, address, export_id = _exporter(spawn, directory, 30)
+    lease_client.lease(address, export_id, child.pid).release()  # the connection kept, idle
+    assert Children.ask(child, "go") == "exiting"
+    child.communicate(timeout=60)
+    with pytest.raises(InvalidArrowError, match="has gone"):
+        lease_client.lease(address, export_id, child.pid)
 
 
 def test_an_exporter_exits_as_soon_as_the_last_lease_is_released(tmp_path_factory, spawn):

@@ -2,8 +2,11 @@
 
 :func:`lease` connects to the exporter's socket (:mod:`arrowdev.cuda.lease_server`) on first use, checks
 that the server runs as this user (``SO_PEERCRED``), asks for a lease and returns a :class:`Lease`. The
-connection is shared by every lease on that exporter and closed when the last one is released; closing
-it (or this process dying, which closes it too) gives back, on the exporter's side, every lease it held.
+connection is shared by every lease on that exporter. When the last one is released (its ``RELEASE`` sent) the
+connection stays open, idle, for the next lease from that exporter (a handoff then skips the connect and the
+greeting: about a third of a lease's round trips), for the ``IDLE_KEPT`` exporters used last; an idle
+connection whose exporter has gone is replaced at its next use. Closing a connection (or this process dying,
+which closes it too) gives back, on the exporter's side, every lease it held.
 
 Releasing never blocks: a lease is released from finalizers (the last array over imported memory going, in
 any thread, maybe inside a garbage collection), so the ``RELEASE`` line is sent only when the connection's
@@ -23,6 +26,7 @@ from ..errors import InvalidArrowError
 from . import lease_server
 
 CONNECT_TIMEOUT = 10.0  # seconds an exporter has to greet and to answer a lease request
+IDLE_KEPT = 8  # connections without leases kept open, to the exporters used last
 
 
 class Connection:
@@ -194,7 +198,8 @@ class Lease:
 
 # Re-entrant: a garbage collection while lease() holds it may run a finalizer that releases a lease here.
 _lock = threading.RLock()
-_connections: dict[str, Connection] = {}
+_connections: dict[str, Connection] = {}  # address -> connection holding leases (or asking for one)
+_idle: dict[str, Connection] = {}  # address -> open connection holding none, oldest first
 
 
 def lease(address: str, export_id: str, pid: int) -> Lease:
@@ -207,39 +212,53 @@ def start_lease(address: str, export_id: str, pid: int) -> Callable[[], Lease]:
     and returns the :class:`Lease` (or raises): the caller works while the exporter answers (import_ipc maps
     the memory meanwhile). The returned function must be called, and before any other lease is asked for from
     the same exporter in this thread (the connection is this thread's until then)."""
+    stale = None
     with _lock:
         conn = _connections.get(address)
         if conn is None:
-            conn = _connections[address] = Connection(address, pid)
+            conn = _idle.pop(address, None)
+            if conn is not None and not conn.alive():  # its exporter closed it: connect again
+                stale, conn = conn, None
+            conn = _connections[address] = conn or Connection(address, pid)
         conn.leases += 1  # counted before asking: a release elsewhere must not close it meanwhile
+    if stale is not None:
+        stale.close()
     try:
         conn.send_request(f"LEASE {export_id}\n")
     except BaseException:
-        _let_go(conn, None)
+        _let_go(conn, None, keep=False)
         raise
 
     def finish() -> Lease:
         try:
             lease_id = conn.lease_answer(conn.answer())
         except BaseException:
-            _let_go(conn, None)
+            _let_go(conn, None, keep=False)
             raise
         return Lease(conn, lease_id, export_id)
     return finish
 
 
-def _let_go(conn: Connection, line: bytes | None) -> None:
-    """Gives up one lease of ``conn`` (or the count taken while asking for one): closes the connection when
-    it was the last (the exporter then gives back everything this process held there), else sends ``line``."""
+def _let_go(conn: Connection, line: bytes | None, keep: bool = True) -> None:
+    """Gives up one lease of ``conn`` (or the count taken while asking for one) and sends ``line``. When it was
+    the last, the connection is kept idle for the next lease (``keep``; the least recently used beyond
+    ``IDLE_KEPT`` is closed), or closed: the exporter then gives back everything this process held there."""
+    closing: list[Connection] = []
     with _lock:
         conn.leases -= 1
         last = conn.leases <= 0 and _connections.get(conn.address) is conn
         if last:
             del _connections[conn.address]
-    if last:
-        conn.close()
-    elif line is not None:
+            if keep and conn.sock is not None:
+                _idle[conn.address] = conn
+                while len(_idle) > IDLE_KEPT:
+                    closing.append(_idle.pop(next(iter(_idle))))
+            else:
+                closing.append(conn)
+    if line is not None and conn not in closing:
         conn.send_later(line)
+    for old in closing:
+        old.close()
 
 
 def ask(address: str, line: str) -> str | None:
@@ -269,9 +288,10 @@ def _after_fork_in_child() -> None:
     """A forked child must not keep the parent's connections open: the exporter would not see them close
     when the parent dies. The child's copies of imported objects hold no lease of their own (CUDA does not
     work across fork anyway)."""
-    for conn in list(_connections.values()):
+    for conn in [*_connections.values(), *_idle.values()]:
         conn.close()  # the child's copy only; releases from the child's objects then send nothing
     _connections.clear()
+    _idle.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
