@@ -3,8 +3,8 @@
 :func:`lease` connects to the exporter's socket (:mod:`arrowdev.cuda.lease_server`) on first use, checks
 that the server runs as this user (``SO_PEERCRED``), asks for a lease and returns a :class:`Lease`. The
 connection is shared by every lease on that exporter. When the last one is released (its ``RELEASE`` sent) the
-connection stays open, idle, for the next lease from that exporter (a handoff then skips the connect and the
-greeting: about a third of a lease's round trips), for the ``IDLE_KEPT`` exporters used last; an idle
+connection stays open, idle, for the next lease from that exporter, for the ``IDLE_KEPT`` exporters used last:
+a handoff then skips the connect and the greeting, half a lease's cost (``bench_ipc.py --leases-only``). An idle
 connection whose exporter has gone is replaced at its next use. Closing a connection (or this process dying,
 which closes it too) gives back, on the exporter's side, every lease it held.
 

@@ -138,7 +138,7 @@ class HostUDF:
             offsets.append(a.offset)
             nulls.append(count)
         # the closure's values are part of the UDF's identity: its key is read each call (spec.function_key)
-        f = self._as_udf.get(len(arrays)) or self._as_udf.setdefault(len(arrays), as_udf(self.f, len(arrays)))
+        f = self._function(len(arrays))
         probe = (function_key(f), tuple(kinds), prepared_host.bitmaps_flag([o for o, c in zip(offsets, nulls) if c]))
         last = self._last  # read once: engines call from several threads (DuckDB), which replace it
         if last is not None and last[0] == probe:  # the layout of the last batch: no lookup
@@ -168,7 +168,7 @@ class HostUDF:
             kinds = tuple((DataType.from_arrow(pa.from_numpy_dtype(t)), False) for t in dtypes)
         except (pa.ArrowNotImplementedError, TypeError):
             return None
-        f = self._as_udf.get(len(arrays)) or self._as_udf.setdefault(len(arrays), as_udf(self.f, len(arrays)))
+        f = self._function(len(arrays))
         call = prepared_host.lookup(UDF(f), kinds, prepared_host.bitmaps_flag([]), self.options["null_aware"],
                                     self._wanted, self.options["string_type"])
         run = prepared_host.numpy_runner(call, f, dtypes) if call is not None else None
@@ -176,6 +176,10 @@ class HostUDF:
             return None
         self.numpy_runner = run
         return run(list(arrays))
+
+    def _function(self, arity: int) -> Callable[..., Any]:
+        """``f`` as a Python function of ``arity`` arguments (udf/run/callables.py), made once per arity."""
+        return self._as_udf.get(arity) or self._as_udf.setdefault(arity, as_udf(self.f, arity))
 
     def _learn(self, arrow_types: list[Any]) -> None:
         """Keeps the DataTypes of the input types :meth:`pyarrow_call` sees (not string_view's: PyArrow lists a

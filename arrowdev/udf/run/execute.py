@@ -76,8 +76,9 @@ def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutpu
                     arena, pipe = pipe.arena, None
                     k = len(starts) if again is None else again
                 continue
-            arena = _launch(plan, inputs, mem, output, start, b, arena)
-            output.add_batch(start, b)
+            reads = output.range_reads(b)
+            arena = _launch(plan, inputs, mem, output, start, b, arena, reads)
+            output.add_batch(start, b, reads=reads)
             k += 1
             if k == 1 and output.sink is not None and k < len(starts):
                 # the first range measured what a row's strings take: the later ranges sized from that
@@ -133,12 +134,13 @@ def _launcher(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput,
 
 
 def _launch(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutput, start: int, b: int,
-            reuse: Any) -> Any:
+            reuse: Any, reads: Any) -> Any:
     """Launches the kernel over rows [start, start + b) once, or (string arena) until the arena held
-    everything; returns the arena (``reuse``: the last range's, taken again when large enough)."""
+    everything; returns the arena (``reuse``: the last range's, taken again when large enough; ``reads``: what
+    the host reads of the launch with the arena's claim, ChunkOutput.range_reads)."""
     launch = _launcher(plan, inputs, mem, output, start, b)
     if not plan.spec.arena:
         launch(None)
         return None
     return results.launch_with_arena((plan.kernel, mem.device), launch, mem, b, 32 * b * _strings_in(inputs),
-                                     plan.allocates, reuse, output.range_reads(start, b))
+                                     plan.allocates, reuse, reads)

@@ -59,7 +59,6 @@ class ChunkOutput:
         self.buffers: list[int] = []
         self.offset = 0
         self.validity, self.null_count = 0, 0
-        self._read: dict[int, tuple[Any, int | None, int | None]] = {}  # range start -> (scan, total, valid rows)
 
     def batch_buffers(self, start: int, b: int) -> tuple[Any, Any]:
         """(values, flags) as the kernel of rows [start, start + b) writes them (its row i is row start + i)."""
@@ -69,21 +68,22 @@ class ChunkOutput:
             return self.mem.part(self.values, start // 32, (b + 31) // 32), self.flags
         return self.mem.part(self.values, start, b), self.flags
 
-    def range_reads(self, start: int, b: int) -> _RangeReads | None:
-        """GPU: what the host reads of rows [start, start + b) after their launch, in the wait for the launch's
+    def range_reads(self, b: int) -> _RangeReads | None:
+        """GPU: what the host reads of a range of ``b`` rows after their launch, in the wait for the launch's
         arena claim (string_results.launch_with_arena): the total bytes of their strings (which size the data)
         and their valid rows (the output's null count, which a reader would otherwise wait for)."""
-        return _RangeReads(self, start, b) if self.mem.gpu and (self.sink is not None or self.writes_flags) else None
+        return _RangeReads(self, b) if self.mem.gpu and (self.sink is not None or self.writes_flags) else None
 
-    def add_batch(self, start: int, b: int, strings: bool = True) -> None:
+    def add_batch(self, start: int, b: int, strings: bool = True, reads: _RangeReads | None = None) -> None:
         """After the launch of rows [start, start + b): their strings gathered (unless ``strings`` is False: a
-        pipelined range gathers its own), their flags packed."""
-        scan, total, valid_read = self._read.pop(start, (None, None, None))
+        pipelined range gathers its own), their flags packed. ``reads``: what the host read of the launch."""
         if self.sink is not None and strings:
-            self.sink.add(self.values, start, b, None if scan is None else (scan, total))
+            scanned = (reads.scan, reads.total) if reads is not None and reads.total is not None else None
+            self.sink.add(self.values, start, b, scanned)
         if self.writes_flags and b:
             valid = self.mem.pack_bits_into(self.flags, b, self.bitmap, start // 8)
-            valid = valid_read if valid < 0 and valid_read is not None else valid
+            if valid < 0 and reads is not None and reads.valid is not None:
+                valid = reads.valid
             self.valid_rows = -1 if valid < 0 or self.valid_rows < 0 else self.valid_rows + valid
 
     def assemble_values(self) -> None:
@@ -120,11 +120,13 @@ class ChunkOutput:
 class _RangeReads:
     """The reads of one range after its launch (:meth:`ChunkOutput.range_reads`): :meth:`queue` queues the scan
     of its string sizes and the count of its valid rows and names the device values; :meth:`took` keeps what the
-    host read of them for :meth:`ChunkOutput.add_batch`."""
+    host read of them (``total``, ``valid``) for :meth:`ChunkOutput.add_batch`."""
 
-    def __init__(self, output: ChunkOutput, start: int, b: int) -> None:
-        self.output, self.start, self.b = output, start, b
+    def __init__(self, output: ChunkOutput, b: int) -> None:
+        self.output, self.b = output, b
         self.scan: Any = None
+        self.total: int | None = None
+        self.valid: int | None = None
 
     def queue(self) -> list[tuple[Any, int]]:
         out, b = self.output, self.b
@@ -138,6 +140,6 @@ class _RangeReads:
         return wanted
 
     def took(self, values: list[int]) -> None:
-        total = values.pop(0) if self.output.sink is not None else None
-        valid = values.pop(0) if values else None
-        self.output._read[self.start] = (self.scan, total, valid)
+        if self.output.sink is not None:
+            self.total = values.pop(0)
+        self.valid = values.pop(0) if values else None

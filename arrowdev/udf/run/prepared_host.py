@@ -238,6 +238,11 @@ class HostCall:
             combined[-1] &= (1 << (n % 8)) - 1  # bits past the last row: not counted
         return out, pad, combined, n - int(np.bitwise_count(combined).sum())
 
+    def plain_numbers(self) -> bool:
+        """Whether calls take inputs of numbers or bools without nulls and propagate nulls (the runners' calls:
+        no validity to read or write, no strings made)."""
+        return (not isinstance(self, HostStringCall) and self.mode == NullMode.NONE and self.fixed_width
+                and not any(nullable for _, nullable in self.readers))
 
     def pyarrow_array(self, held: list[Any], offsets: list[int], nulls: list[int], n: int, out_type: Any) -> Any:
         """The PyArrow array of ``out_type`` over ``n`` rows of PyArrow inputs given by their buffers (``held``:
@@ -347,8 +352,7 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
     types, no nulls, one length, CPU memory), then :meth:`HostCall.compute` and the array. None from ``run`` where
     a check fails (the general path takes the batch), and no ``run`` where ``call``'s inputs are not numbers or
     bools without nulls or its UDF decides nulls itself."""
-    if (isinstance(call, HostStringCall) or call.mode != NullMode.NONE or not call.fixed_width
-            or any(nullable for _, nullable in call.readers)):
+    if not call.plain_numbers():
         return None
     import pyarrow as pa
 
@@ -383,8 +387,7 @@ def numpy_runner(call: HostCall, f: Callable, dtypes: tuple) -> Callable[[list[n
     ``run(arrays)``, the NumPy array of ``call``'s values over ``arrays`` (one-dimensional, contiguous, of
     ``dtypes``), checked as :func:`pyarrow_runner` checks its batches; None from ``run`` where a check fails. No
     ``run`` where ``call`` is not one of numbers over numbers without nulls (bools come out as bits)."""
-    if (isinstance(call, HostStringCall) or call.mode != NullMode.NONE or not call.fixed_width or call.bits
-            or any(nullable for _, nullable in call.readers)):
+    if not call.plain_numbers() or call.bits:
         return None
     compute = call.compute
     no_nulls, offsets = [0] * len(dtypes), [0] * len(dtypes)

@@ -124,9 +124,7 @@ def _on(mem: Any, values: np.ndarray) -> Any:
 
 def _scalar(mem: Any, array: Any, index: int) -> int:
     """``array[index]`` on the host, after the chunk's stream has run up to here."""
-    if not mem.gpu:
-        return int(array[index])
-    return int(array[index:index + 1].get(stream=mem.stream)[0])
+    return read_scalars(mem, [(array, index)])[0]
 
 
 def read_scalars(mem: Any, items: list[tuple[Any, int]]) -> list[int]:
