@@ -15,6 +15,7 @@ lock is free, else queued and sent by the lock's holder when it lets go.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
@@ -294,4 +295,15 @@ def _after_fork_in_child() -> None:
     _idle.clear()
 
 
+def _close_idle() -> None:
+    """At exit: the idle connections closed (they hold no lease; the exporters see EOF, as they would from
+    the process's end, and no socket is left for the interpreter to warn about)."""
+    with _lock:
+        idle = list(_idle.values())
+        _idle.clear()
+    for conn in idle:
+        conn.close()
+
+
 os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_idle)
