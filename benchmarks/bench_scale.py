@@ -270,8 +270,11 @@ def cluster(n: int, args: argparse.Namespace) -> Iterator[Client]:
             yield client
 
 
-def _breakdown(wall: float, workers: int, before: dict, after: dict, stream: list[dict]) -> dict[str, Any]:
-    """Where the workers' time (wall x workers) went in one run, and per task."""
+def _breakdown(wall: float, workers: int, before: dict, after: dict, stream: list[dict],
+               began: float | None = None) -> dict[str, Any]:
+    """Where the workers' time (wall x workers) went in one run, and per task; with ``began`` (the run's start,
+    ``time.time()``), how long the run waited for its first task and after its last, and each worker's busy
+    time (unequal busy times: workers idle at the end waiting for the slowest)."""
     delta: dict[str, float] = {}
     for w, counters in after.items():
         for k, v in counters.items():
@@ -288,7 +291,18 @@ def _breakdown(wall: float, workers: int, before: dict, after: dict, stream: lis
     for rec in stream:
         seconds = sum(s["stop"] - s["start"] for s in rec.get("startstops", ()) if s.get("action") == "compute")
         prefixes.setdefault(key_split(rec["key"]), []).append(seconds)
-    return {"tasks": len(stream), "task_ms": 1e3 * task / tasks, "handling_ms": 1e3 * handling / tasks,
+    edges: dict[str, float] = {}
+    spans = [s for rec in stream for s in rec.get("startstops", ()) if s.get("action") == "compute"]
+    if began is not None and spans:
+        edges = {"first_task_ms": 1e3 * (min(s["start"] for s in spans) - began),
+                 "after_last_task_ms": 1e3 * (began + wall - max(s["stop"] for s in spans))}
+    busy: dict[str, float] = {}
+    for rec in stream:
+        for s in rec.get("startstops", ()):
+            if s.get("action") == "compute":
+                busy[rec.get("worker", "?")] = busy.get(rec.get("worker", "?"), 0.0) + s["stop"] - s["start"]
+    edges["busy_ms_by_worker"] = sorted(1e3 * v for v in busy.values())
+    return {**edges, "tasks": len(stream), "task_ms": 1e3 * task / tasks, "handling_ms": 1e3 * handling / tasks,
             "serialize_ms": 1e3 * serial / tasks, "sizeof_ms": 1e3 * sizeof / tasks,
             "share_task": task / capacity, "share_handling": handling / capacity, "share_serialize": serial / capacity,
             "share_sizeof": sizeof / capacity, "share_idle": max(0.0, 1 - (task + handling + serial) / capacity),
@@ -304,10 +318,11 @@ def timed_runs(client: Client, run: Callable[[], dict[str, Any]], repeats: int, 
     for _ in range(repeats):
         before = client.run(_counters)
         with get_task_stream(client) as ts:
+            began = time.time()
             t0 = time.perf_counter()
             result = run()
             seconds.append(time.perf_counter() - t0)
-        breakdowns.append(_breakdown(seconds[-1], workers, before, client.run(_counters), ts.data))
+        breakdowns.append(_breakdown(seconds[-1], workers, before, client.run(_counters), ts.data, began))
     median = sorted(range(len(seconds)), key=seconds.__getitem__)[len(seconds) // 2]
     return seconds, result, breakdowns[median]
 
@@ -412,6 +427,11 @@ def print_table(rows: list[dict[str, Any]], peer: str) -> None:
               f"{f('share_handling', '>5.2f')} {f('share_serialize', '>5.2f')} {f('share_sizeof', '>6.3f')} "
               f"{f('share_idle', '>5.2f')} | {f('task_ms', '>16.2f')} {f('sizeof_ms', '>6.3f')} "
               f"{f('host_ms_per_task', '>6.2f')} {str(r.get('equal', '-')):>5}", flush=True)
+    print("\nwhere the idle time is: ms from a run's start to its first task, after its last task, each worker's busy ms")
+    for r in rows:
+        if "first_task_ms" in r:
+            print(f"{r['engine']:<11} {r['mode']:<9} {r['gpus']:>4}  first task {r['first_task_ms']:7.1f}  after last "
+                  f"{r['after_last_task_ms']:7.1f}  busy " + " ".join(f"{b:.0f}" for b in r["busy_ms_by_worker"]))
 
 
 def _peer_available(args: argparse.Namespace) -> bool:
