@@ -331,3 +331,35 @@ def test_gpu_a_cupy_view_waits_for_the_kernel_that_made_the_column():
     for _ in range(3):
         lengths = strings.apply(lambda s: len(s.upper() + "!") - 1)
         assert int(lengths.to_cupy().sum()) == expected
+
+
+def test_device_bitmaps_are_counted_on_the_device(cupy):
+    from arrowdev.gpu import runtime
+
+    rng = np.random.default_rng(7)
+    host = rng.integers(0, 256, 5000, dtype=np.uint8)
+    dev = cupy.asarray(host)
+    bits = np.unpackbits(host, bitorder="little")
+    cases = [(o, n) for o in range(9) for n in (1, 2, 7, 8, 9, 15, 16, 17)] + [(3, 39_000), (0, 40_000), (11, 20_011)]
+    for offset, length in cases:
+        want = int(bits[offset:offset + length].sum())
+        assert runtime.count_set_bits(dev.data.ptr, offset, length, 0) == want, (offset, length)
+
+
+def test_a_device_slice_counts_its_nulls_right_at_any_offset():
+    rng = np.random.default_rng(3)
+    n = 300_001
+    arr = pa.array([None if x else i for i, x in enumerate(rng.random(n) < 0.25)], pa.int64())
+    gcol = ad.column(arr).to_device()
+    for offset, length in [(0, n), (5, n - 5), (40_003, 200_000), (7, 33_000), (n - 40_000, 40_000)]:
+        assert gcol.slice(offset, length).null_count == arr.slice(offset, length).null_count, (offset, length)
+
+
+def test_a_fresh_string_udf_output_of_a_million_rows_knows_its_null_count():
+    rng = np.random.default_rng(5)
+    n = 1_000_000
+    source = pa.array([None if x else f"r{i}" for i, x in enumerate(rng.random(n) < 0.1)])
+    out = ad.column(source).to_device().apply(lambda s: s + "!")
+    want = source.null_count
+    assert out.null_count == want
+    assert out.to_pyarrow().null_count == want

@@ -88,3 +88,34 @@ def test_pyarrow_stand_ins_come_from_the_table():
 
     assert interop._STAND_INS == {"tiM": "i", "tiD": "w:8"}
     assert pa.types.is_int32(interop.stand_in(ad.DataType.from_arrow(na.interval_months())).to_pyarrow())
+
+
+class _CountingReader:
+    """A reader of CPU memory that can also count a bitmap's set bits where it is (as the GPU reader does)."""
+
+    def __init__(self) -> None:
+        self.counted: list[tuple[int, int]] = []
+
+    def __call__(self, address: int, nbytes: int) -> bytes:
+        return layout.read_cpu(address, nbytes)
+
+    def count_set_bits(self, address: int, bit_offset: int, length: int) -> int:
+        self.counted.append((bit_offset, length))
+        first, last = bit_offset // 8, (bit_offset + length + 7) // 8
+        return layout.count_set_bits(layout.read_cpu(address + first, last - first), bit_offset % 8, length)
+
+
+@pytest.mark.parametrize("offset", [0, 3, 8, 13])
+@pytest.mark.parametrize("length", [10, 8 * layout.COUNT_WHERE_IT_IS - 20, 8 * layout.COUNT_WHERE_IT_IS + 77])
+def test_large_bitmaps_are_counted_where_they_are_when_the_reader_can(offset, length):
+    import numpy as np
+
+    rng = np.random.default_rng(offset * 1000 + length)
+    values = [None if x else 1 for x in rng.random(offset + length + 5) < 0.3]
+    arr = pa.array(values, pa.int64())
+    validity = arr.buffers()[0].address
+    reader = _CountingReader()
+    got = layout.null_count(ad.DataType.from_arrow(pa.int64()), offset, length, validity, reader)
+    assert got == arr.slice(offset, length).null_count
+    bytes_spanned = (offset + length + 7) // 8 - offset // 8
+    assert bool(reader.counted) == (bytes_spanned > layout.COUNT_WHERE_IT_IS)

@@ -157,18 +157,42 @@ def wait_for_producers(*cores: ColumnCore) -> None:
         runtime.synchronize_events(events)
 
 
-def read(core: ColumnCore) -> layout.Reader:
-    """A reader of the column's memory that first waits for its producers (C7); the wait happens only
-    when a computation really needs bytes, once (a walk over many chunks reads many times)."""
-    reader: layout.Reader | None = None
+class _ReaderAfterProducers:
+    """A reader of one column's memory that first waits for its producers (C7); the wait happens only
+    when a computation really needs bytes, once (a walk over many chunks reads many times). On a GPU
+    it also counts a bitmap's set bits there (``layout.null_count`` asks for that on large bitmaps)."""
 
-    def read_after_producers(address: int, nbytes: int) -> bytes:
-        nonlocal reader
-        if reader is None:
-            wait_for_producers(core)
-            reader = reader_for(device(core))
-        return reader(address, nbytes)
-    return read_after_producers
+    __slots__ = ("_core", "_where", "_reader")
+
+    def __init__(self, core: ColumnCore) -> None:
+        self._core, self._where = core, device(core)
+        self._reader: layout.Reader | None = None
+
+    def _ready(self) -> layout.Reader:
+        if self._reader is None:
+            wait_for_producers(self._core)
+            self._reader = reader_for(self._where)
+        return self._reader
+
+    def __call__(self, address: int, nbytes: int) -> bytes:
+        return self._ready()(address, nbytes)
+
+    @property
+    def count_set_bits(self) -> Callable[[int, int, int], int] | None:
+        """(bitmap address, first bit, bits) -> set bits, counted where the bitmap is; None on the CPU."""
+        if self._where.type not in ("cuda", "cuda_managed"):
+            return None
+        from ..gpu import runtime
+
+        def count(address: int, bit_offset: int, length: int) -> int:
+            self._ready()
+            return runtime.count_set_bits(address, bit_offset, length, self._where.id)
+        return count
+
+
+def read(core: ColumnCore) -> layout.Reader:
+    """A reader of the column's memory that first waits for its producers (:class:`_ReaderAfterProducers`)."""
+    return _ReaderAfterProducers(core)
 
 
 # ---- null counts and exports ---------------------------------------------------------------------
