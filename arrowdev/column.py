@@ -335,16 +335,22 @@ class ArrowColumn(_capsules.ColumnCore):
             return self
         return self._derive([self._one_array()], [None])
 
-    def to_device(self, device: int = 0, stream: Any = None) -> ArrowColumn:
+    def to_device(self, device: int = 0, stream: Any = None, *, rechunk: bool | None = None) -> ArrowColumn:
         """A copy on CUDA device ``device`` (this column if it is there already).
 
         The copies are asynchronous on ``stream`` (a CuPy stream or a ``cudaStream_t``; default:
         arrowdev's stream for the device); the result's sync event fires when they are done, and
         every consumer of the result waits on it. Only the bytes of the rows in the column are
-        copied (slices included). Needs CuPy and a GPU."""
+        copied (slices included). Needs CuPy and a GPU.
+
+        ``rechunk``: a column of numbers, bools or strings copied from host memory arrives as one chunk
+        where this is True, or where it is None (the default) and the column has many small chunks (more
+        than 8, of fewer than 2^20 rows on average: what ``pyarrow.parquet.read_table`` gives), each of
+        which would cost every UDF call a launch; False keeps the chunks. The merged copy is made by the
+        same byte copies, no extra pass (docs/device.md, "Many small chunks become one")."""
         from .cuda import copy_columns
 
-        return cast(ArrowColumn, copy_columns([self._with_a_chunk()], Device("cuda", device), stream)[0])
+        return cast(ArrowColumn, copy_columns([self._with_a_chunk()], Device("cuda", device), stream, rechunk)[0])
 
     def _with_a_chunk(self) -> ArrowColumn:
         """This column, or for one of no chunks an empty chunk of its type (so that a copy of it

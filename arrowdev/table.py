@@ -274,11 +274,13 @@ class ArrowTable:
 
     # ---- devices -------------------------------------------------------------------------------
 
-    def to_device(self, device: int = 0, stream: Any = None) -> ArrowTable:
+    def to_device(self, device: int = 0, stream: Any = None, *, rechunk: bool | None = None) -> ArrowTable:
         """A copy of every column on CUDA device ``device``, in one batch of asynchronous copies
-        (see :meth:`ArrowColumn.to_device`). The copy is laid out as the table is: record batches keep
-        their boundaries, empty ones included; columns chunked differently keep their own chunks."""
-        return self._copy_to(Device("cuda", device), stream)
+        (see :meth:`ArrowColumn.to_device`, and ``rechunk`` there: columns of many small chunks, as
+        ``pyarrow.parquet.read_table`` makes them, arrive as one chunk each). Otherwise the copy is laid out
+        as the table is: record batches keep their boundaries, empty ones included; columns chunked
+        differently keep their own chunks."""
+        return self._copy_to(Device("cuda", device), stream, rechunk)
 
     def to_host(self, stream: Any = None) -> ArrowTable:
         """A copy of every column in pinned host memory (see :meth:`ArrowColumn.to_host`)."""
@@ -286,19 +288,22 @@ class ArrowTable:
             return self
         return self._copy_to(Device("cuda_host", self.device.id), stream)
 
-    def _copy_to(self, target: Device, stream: Any) -> ArrowTable:
-        """The table copied to ``target``: column by column, each keeping its chunks, where the columns
-        are chunked differently (copied as record batches they would be cut at every column's chunk
-        boundary); else the record batches (a table of no rows gets one empty batch, so that it has
-        a device)."""
+    def _copy_to(self, target: Device, stream: Any, rechunk: bool | None = False) -> ArrowTable:
+        """The table copied to ``target``: column by column, each keeping its chunks (or merged into one,
+        ``rechunk``), where the columns are chunked differently (copied as record batches they would be cut
+        at every column's chunk boundary) or some merge; else the record batches (a table of no rows gets
+        one empty batch, so that it has a device)."""
         if self.device == target:
             return self
-        from .cuda import copy_columns
+        from .cuda import copy_columns, merges_on_copy
 
         columns = self._column_list
-        if columns is not None and len({tuple(c.length for c in _chunked.chunks(col)) for col in columns}) > 1:
+        if columns is None and rechunk is not False and target.type == "cuda" and self.device.is_cpu_readable:
+            columns = self.columns  # the batches' columns, to see whether any merges
+        if columns is not None and (len({tuple(c.length for c in _chunked.chunks(col)) for col in columns}) > 1
+                                    or any(merges_on_copy(col, target, rechunk) for col in columns)):
             whole: list[Any] = [col._with_a_chunk() for col in columns]
-            copied_columns = cast(list[ArrowColumn], copy_columns(whole, target, stream))
+            copied_columns = cast(list[ArrowColumn], copy_columns(whole, target, stream, rechunk))
             return ArrowTable(copied_columns, self._num_rows, self._metadata, schema=self.schema)
         batches = self.to_struct_array()._with_a_chunk()
         _chunked.exportable_chunks(batches)  # the columns' null counts, computed where readable, go with the copy

@@ -363,3 +363,39 @@ def test_a_fresh_string_udf_output_of_a_million_rows_knows_its_null_count():
     want = source.null_count
     assert out.null_count == want
     assert out.to_pyarrow().null_count == want
+
+
+def _many_chunks(rows: int = 40_000, chunk: int = 1_024) -> pa.Table:
+    rng = np.random.default_rng(11)
+    x = pa.array(np.where(rng.random(rows) < 0.1, np.nan, rng.random(rows)), from_pandas=True)
+    s = pa.array([None if i % 13 == 0 else "w" * (i % 7) + str(i) for i in range(rows)])
+    flag = pa.array(rng.random(rows) < 0.5)
+    words = pa.array(["a", "b", "c"] * (rows // 3) + ["a"] * (rows % 3)).dictionary_encode()
+    whole = pa.table({"x": x, "s": s, "flag": flag, "words": words})
+    return pa.Table.from_batches(whole.to_batches(max_chunksize=chunk))
+
+
+def test_a_table_of_many_small_chunks_arrives_on_the_gpu_in_one_chunk_a_column():
+    source = _many_chunks()
+    g = ad.table(source).to_device()
+    assert [len(c.chunks) for c in g.columns] == [1, 1, 1, source.column("words").num_chunks]  # dictionaries keep theirs
+    assert g.to_host().to_pyarrow().equals(source)
+    assert [c.null_count for c in g.columns] == [c.null_count for c in source.columns]
+    doubled = g.apply(lambda x: x * 2.0, columns=["x"])
+    import pyarrow.compute as pc
+
+    assert doubled.to_pylist() == pc.multiply(source.column("x"), 2.0).to_pylist()
+    shout = g.apply(lambda s: s + "!", columns=["s"])
+    assert shout.to_pylist() == [None if v is None else v + "!" for v in source.column("s").to_pylist()]
+
+
+def test_rechunk_false_keeps_the_chunks_and_true_merges_a_few():
+    source = _many_chunks(rows=4_096, chunk=2_048)
+    assert [len(c.chunks) for c in ad.table(source).to_device().columns][:3] == [2, 2, 2]  # few: kept
+    assert [len(c.chunks) for c in ad.table(source).to_device(rechunk=True).columns][:3] == [1, 1, 1]
+    kept = ad.table(_many_chunks()).to_device(rechunk=False)
+    assert [len(c.chunks) for c in kept.columns][:3] == [40, 40, 40]
+    assert kept.to_host().to_pyarrow().equals(_many_chunks())
+    col = ad.column(_many_chunks().column("s")).to_device()
+    assert len(col.chunks) == 1
+    assert col.to_pyarrow().equals(pa.chunked_array([_many_chunks().column("s").combine_chunks()]))

@@ -199,3 +199,84 @@ def test_remembered_values_go_with_the_copy():
     del copy
     gc.collect()
     assert layout._recalled(offsets.address, 4) is None and (offsets.address, 4) not in layout._remembered
+
+
+def _merged(chunked: pa.ChunkedArray) -> ad.ArrowColumn | None:
+    """The column's chunks copied into one by the merging copy (host to host, as a GPU copy plans it)."""
+    col = ad.column(chunked)
+    held = _chunked.chunks(col)
+    dtype = _chunked.dtype(col)
+    if not transfer.mergeable(dtype, [layout.Node.of(h) for h in held]):
+        return None
+    nulls = [_chunked.chunk_null_count(col, i) for i in range(len(held))]
+    (merged,) = transfer.copy_chunks([], ad.Device.cpu(), ad.Device.cpu(), merges=[(dtype, held, nulls, layout.read_cpu,
+                                                                                     0)])
+    assert len(merged) == 1
+    return _chunked.derive(col, merged, [sum(nulls)])
+
+
+def _pieces(values: list, sizes: list[int], dtype: pa.DataType) -> pa.ChunkedArray:
+    arr = pa.array(values, dtype)
+    out, at = [], 0
+    for n in sizes:
+        out.append(arr.slice(at, n))
+        at += n
+    return pa.chunked_array(out, dtype)
+
+
+MERGE_CASES = {
+    "int64 with nulls in some chunks": ([None if i % 7 == 3 and i < 40 else i for i in range(100)], pa.int64()),
+    "float32 without nulls": ([i / 3 for i in range(100)], pa.float32()),
+    "bools": ([None if i % 11 == 0 else i % 3 == 0 for i in range(100)], pa.bool_()),
+    "strings": ([None if i % 5 == 0 else "x" * (i % 9) + str(i) for i in range(100)], pa.string()),
+    "strings, nulls in the last chunk only": ([None if i > 90 else "ab" * (i % 4) for i in range(100)], pa.string()),
+    "large strings": (["é" * (i % 6) for i in range(100)], pa.large_string()),
+    "binary": ([bytes([i % 256]) * (i % 5) for i in range(100)], pa.binary()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MERGE_CASES))
+@pytest.mark.parametrize("sizes", [[8, 16, 40, 36], [24, 0, 64, 8, 4], [96, 4]])
+def test_a_merging_copy_equals_pyarrows_combined_chunks(name, sizes):
+    values, dtype = MERGE_CASES[name]
+    chunked = _pieces(values, sizes, dtype)
+    got = _merged(chunked)
+    assert got is not None
+    assert len(got.chunks) == 1
+    want = chunked.combine_chunks()
+    assert got.to_pyarrow().equals(pa.chunked_array([want]))
+    assert got.null_count == want.null_count
+    got.to_pyarrow().validate(full=True)
+
+
+def test_chunks_cut_off_a_byte_or_of_nested_types_are_not_merged():
+    assert _merged(_pieces(list(range(20)), [5, 15], pa.int64())) is not None  # no bitmap: any cut works
+    assert _merged(_pieces([None, *range(19)], [5, 15], pa.int64())) is None  # bitmap cut inside a byte
+    assert _merged(_pieces([True] * 20, [4, 16], pa.bool_())) is None
+    assert _merged(pa.chunked_array([[[1], [2]], [[3]]])) is None  # lists keep their chunks
+    assert _merged(pa.chunked_array([pa.array(["a"]).dictionary_encode()] * 2)) is None
+
+
+def test_automatic_rechunking_picks_only_many_small_chunks_copied_from_the_host():
+    from arrowdev.cuda import merges_on_copy
+
+    gpu = ad.Device("cuda", 0)
+    many = ad.column(_pieces(list(range(160)), [16] * 10, pa.int64()))
+    few = ad.column(_pieces(list(range(160)), [80, 80], pa.int64()))
+    assert merges_on_copy(many, gpu, None) and not merges_on_copy(many, gpu, False)
+    assert not merges_on_copy(few, gpu, None) and merges_on_copy(few, gpu, True)
+    assert not merges_on_copy(many, ad.Device("cuda_host", 0), True)
+    large = ad.column(pa.chunked_array([pa.array(range(transfer.MERGE_MEAN_ROWS_BELOW), pa.int32())] * 10))
+    assert not merges_on_copy(large, gpu, None) and merges_on_copy(large, gpu, True)
+
+
+@pytest.mark.parametrize("dtype", [pa.int32(), pa.string(), pa.bool_()])
+def test_a_merging_copy_gives_chunks_without_a_bitmap_all_valid_rows(dtype):
+    sample = {"int32": [1, 2], "string": ["a", "bc"], "bool": [True, False]}[str(dtype).replace("large_", "")]
+    plain = pa.array(sample * 8, dtype)  # no bitmap at all
+    with_nulls = pa.array([None, *sample * 7, sample[0]], dtype)
+    assert plain.buffers()[0] is None and with_nulls.buffers()[0] is not None
+    chunked = pa.chunked_array([plain, with_nulls, plain], dtype)
+    got = _merged(chunked)
+    assert got is not None and got.null_count == 1
+    assert got.to_pyarrow().equals(pa.chunked_array([chunked.combine_chunks()]))

@@ -68,9 +68,27 @@ def use_for_cupy() -> None:
     runtime.cupy().cuda.set_allocator(memory.pool().malloc)
 
 
-def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None) -> list[ArrowColumn]:
+def merges_on_copy(column: ArrowColumn, target: Device, rechunk: bool | None) -> bool:
+    """Whether a copy of ``column`` to ``target`` makes it one chunk: host to GPU copies only, where
+    ``rechunk`` is True, or None and the column has many small chunks (``transfer.MERGE_MORE_CHUNKS_THAN``),
+    and its chunks can be merged by byte copies (``transfer.mergeable``)."""
+    from ..core import layout
+    from . import transfer
+
+    held = _chunked.chunks(column)
+    if rechunk is False or target.type != "cuda" or not column.device.is_cpu_readable or len(held) < 2:
+        return False
+    if rechunk is None and (len(held) <= transfer.MERGE_MORE_CHUNKS_THAN
+                            or len(column) >= transfer.MERGE_MEAN_ROWS_BELOW * len(held)):
+        return False
+    return transfer.mergeable(_chunked.dtype(column), [layout.Node.of(h) for h in held])
+
+
+def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None,
+                 rechunk: bool | None = False) -> list[ArrowColumn]:
     """Copies of ``columns`` (all on one device) on ``target``, in one batch of stream-ordered
-    copies whose results share one sync event. Columns already on ``target`` are returned as is."""
+    copies whose results share one sync event. Columns already on ``target`` are returned as is;
+    those :func:`merges_on_copy` picks for ``rechunk`` arrive as one chunk."""
     from ..gpu import runtime
     from . import transfer
 
@@ -82,12 +100,17 @@ def copy_columns(columns: list[ArrowColumn], target: Device, stream: Any = None)
     if len({c.device for c in todo}) > 1:
         raise ValueError(f"expected columns on one device, got {sorted({c.device for c in todo})}")
     read = _chunked.planning_reader(todo)  # one reader: device offsets are read in one batch
-    items = [(_chunked.dtype(c), chunk, _chunked.chunk_null_count(c, i), read, column)
-             for column, c in enumerate(todo) for i, chunk in enumerate(_chunked.chunks(c))]
-    copied = iter(transfer.copy_chunks(items, todo[0].device, target, stream))
+    merge = [merges_on_copy(c, target, rechunk) for c in todo]
+    nulls = [[_chunked.chunk_null_count(c, i) for i in range(len(_chunked.chunks(c)))] for c in todo]
+    items = [(_chunked.dtype(c), chunk, nulls[column][i], read, column)
+             for column, c in enumerate(todo) if not merge[column] for i, chunk in enumerate(_chunked.chunks(c))]
+    merges = [(_chunked.dtype(c), list(_chunked.chunks(c)), nulls[column], read, column)
+              for column, c in enumerate(todo) if merge[column]]
+    copied = transfer.copy_chunks(items, todo[0].device, target, stream, merges)
+    singles, grouped = iter(copied[:len(items)]), iter(copied[len(items):])
     results = {}
-    for c in todo:
-        count = len(_chunked.chunks(c))
-        chunks = [next(copied) for _ in range(count)]
-        results[id(c)] = _chunked.derive(c, chunks, [_chunked.chunk_null_count(c, i) for i in range(count)])
+    for column, c in enumerate(todo):
+        chunks = next(grouped) if merge[column] else [next(singles) for _ in nulls[column]]
+        counts = [sum(nulls[column])] if len(chunks) == 1 and merge[column] else nulls[column]
+        results[id(c)] = _chunked.derive(c, chunks, counts)
     return [results.get(id(c), c) for c in columns]

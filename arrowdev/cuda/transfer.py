@@ -10,6 +10,10 @@ that the rows in range use:
 - string_view/binary_view, list_view, dense union, run_end_encoded and null nodes keep their
   offset and are copied from the buffers' start (their children are referenced out of order).
 
+A host-to-GPU copy of a column of many small chunks (numbers, bools, strings / binary) can be planned as one
+node instead (:meth:`Transfer.plan_merged`): each chunk's bytes placed right after the previous chunk's, offsets
+rebased to continue them, so the column arrives in one chunk at the cost of the same copies.
+
 Execution puts every copy of one call on one stream after waiting on the sources' sync events
 (C7), records one event after them (the results' ``sync_event``), and keeps sources and staging
 memory alive until that event fires. Host-to-device copies of pageable memory are staged through
@@ -35,6 +39,26 @@ from ..gpu import memory, runtime, staging
 _WHOLE = frozenset(k for k, v in layout.LAYOUTS.items() if v.cut == "whole")
 _OFFSET_WIDTH = {k: v.offsets for k, v in layout.LAYOUTS.items() if v.kind in ("bytes", "list")}
 _DEVICE_MEMORY = frozenset({"cuda", "cuda_managed"})
+
+
+MERGE_MORE_CHUNKS_THAN = 8
+MERGE_MEAN_ROWS_BELOW = 1 << 20
+"""A column copied to a GPU with ``rechunk=None`` becomes one chunk where it has more chunks than this, of fewer rows
+than this on average: PyArrow's ``pq.read_table`` gives chunks of 131,072 rows, and each chunk costs a UDF call a
+launch and its host work (a numeric UDF over 10^8 rows in 763 such chunks took 38 ms on an H200, in one chunk 0.5 ms;
+docs/device.md, "Many small chunks become one")."""
+
+
+def mergeable(dtype: DataType, nodes: list[layout.Node]) -> bool:
+    """Whether chunks of one column can be copied into one chunk by byte copies alone: numbers, bools and
+    strings / binary, where bitmaps are involved every chunk starting at a byte and every chunk but the last
+    a multiple of 8 rows long (PyArrow's reads are: 131,072 rows a batch)."""
+    if len(nodes) < 2 or any(layout.flat_leaf(dtype, n) is None for n in nodes):
+        return False
+    bits = layout.flat_leaf(dtype, nodes[0]) == 0 and dtype.element_bits(1) == 1
+    if bits or any(n.buffers[0] for n in nodes):
+        return not any(n.offset % 8 for n in nodes) and not any(n.length % 8 for n in nodes[:-1])
+    return True
 
 
 @dataclass
@@ -237,6 +261,7 @@ class Transfer(Planner):
         self.group: Any = None  # the block the buffers planned now go to (plan_item sets it)
         self._fields: int | None = None  # the next field's index while planning a top-level struct's fields
         self._blocks: dict[Any, _Block] = {}
+        self._keep: list[Any] = []  # host memory the copies read besides the sources (set bits of merged bitmaps)
 
     # ---- planning ------------------------------------------------------------------------------
 
@@ -269,6 +294,69 @@ class Transfer(Planner):
         that a column of a table is freed with it and its chunks lie together."""
         self.group, self._fields = group, (0 if dtype.storage_id == "struct" else None)
         return self.plan(dtype, tree, lo, hi, null_count)
+
+    def plan_merged(self, dtype: DataType, nodes: list[layout.Node], null_counts: list[int],
+                    group: Any) -> PlannedNode | None:
+        """One node holding the rows of ``nodes`` (chunks of one column, :func:`mergeable`) one after the other,
+        its buffers in ``group``'s block; None where int32 offsets could not address the merged strings."""
+        self.group, self._fields = group, None
+        nodes = [n for n in nodes if n.length]
+        width = layout.flat_leaf(dtype, nodes[0]) if nodes else None
+        spans = [self._data_span(dtype, n, width) for n in nodes] if width else []
+        if not nodes or (width == 4 and sum(b - a for a, b in spans) > 2**31 - 1):
+            return None
+        rows = sum(n.length for n in nodes)
+        node = PlannedNode(rows, sum(null_counts) if min(null_counts) >= 0 else -1, 0, [], [], None, dtype)
+        if any(n.buffers[0] for n in nodes):
+            self._merged_buffer(node, [(n.buffers[0] + n.offset // 8 if n.buffers[0] else self._set_bits(n.length),
+                                        (n.length + 7) // 8, None) for n in nodes])
+        else:
+            node.buffers.append(0)
+        if width == 0:
+            bits = dtype.element_bits(1)
+            self._merged_buffer(node, [(n.buffers[1] + n.offset * bits // 8, (n.length * bits + 7) // 8, None)
+                                       for n in nodes])
+            return node
+        pieces, data = [], 0
+        for i, (n, (first, last)) in enumerate(zip(nodes, spans)):
+            skip = 1 if i else 0  # a later chunk's first offset is the end of the one before it
+            pieces.append((n.buffers[1] + (n.offset + skip) * width, (n.length + 1 - skip) * width,
+                           (width, first - data) if first != data else None))
+            data += last - first
+        self._merged_buffer(node, pieces, (width, rows, data))
+        self._merged_buffer(node, [(n.buffers[2] + first, last - first, None) for n, (first, last) in zip(nodes, spans)])
+        return node
+
+    def _data_span(self, dtype: DataType, n: layout.Node, width: int) -> tuple[int, int]:
+        first, last = self._offset(n.buffers[1], n.offset, width), self._offset(n.buffers[1], n.offset + n.length, width)
+        if not 0 <= first <= last:
+            raise InvalidArrowError(f"expected the offsets of a {dtype} chunk in order, got {first} at its first row "
+                                    f"and {last} after its last: not copied")
+        return first, last
+
+    def _set_bits(self, rows: int) -> int:
+        """The address of a bitmap of ``rows`` set bits (a chunk without nulls in a merged column that has some)."""
+        ones = np.full((rows + 7) // 8, 0xFF, np.uint8)
+        self._keep.append(ones)
+        return int(ones.ctypes.data)
+
+    def _merged_buffer(self, node: PlannedNode, pieces: list[tuple[int, int, tuple[int, int] | None]],
+                       offsets: tuple[int, int, int] | None = None) -> None:
+        """One buffer of ``node`` made of ``pieces`` (source address, bytes, rebase) one after the other
+        (``offsets``: (width, rows, data bytes): the merged offsets' first and last values, remembered)."""
+        block = self._blocks.get(self.group)
+        if block is None:
+            block = self._blocks[self.group] = _Block()
+        place = block.reserve(sum(nbytes for _, nbytes, _ in pieces))
+        block.places.append((node, len(node.buffers), place))
+        node.buffers.append(0)
+        if offsets is not None:
+            width, rows, data = offsets
+            block.known += [(place, bytes(width)), (place + rows * width, data.to_bytes(width, "little", signed=True))]
+        for src, nbytes, rebase in pieces:
+            if nbytes:
+                self.copies.append(_Copy(place, src, nbytes, rebase, block))
+            place += nbytes
 
     def _plan_child(self, parent: DataType, dtype: DataType, child: layout.Node, first: int, end: int,
                     offsets_range: tuple) -> PlannedNode:
@@ -327,7 +415,7 @@ class Transfer(Planner):
             else:
                 self._device_to_device()
         done = runtime.SyncEvent(self.stream, self.gpu)
-        memory.keep_until(done, pinned, keep_sources)
+        memory.keep_until(done, pinned, keep_sources, self._keep)
         return done
 
     def _memcpy(self, dst: int, src: int, nbytes: int, direction: int) -> None:
@@ -381,20 +469,34 @@ class Transfer(Planner):
                                sync_event=event.address if event is not None else None)
 
 
+Merge = tuple[DataType, list[Any], list[int], Callable[[int, int], bytes], Any]
+"""Chunks of one column to copy into one chunk: (type, held arrays, their null counts, reader, group)."""
+
+
 def copy_chunks(items: list[tuple[DataType, Any, int, Callable[[int, int], bytes], Any]], source: Device,
-                target: Device, stream: Any = None) -> list[Any]:
+                target: Device, stream: Any = None, merges: list[Merge] | None = None) -> list[Any]:
     """Copies held arrays ``(type, array, known null count, reader of its memory, group)`` from
     ``source`` to ``target`` in one batch; the copies of the items of one group (a column's chunks)
-    share one allocation, which lives as long as any of them."""
+    share one allocation, which lives as long as any of them. ``merges`` (host to GPU copies of columns
+    :func:`mergeable` says can be merged): each copied into one chunk, returned after the items' copies as a
+    list of one array (or, where int32 offsets could not address the merged strings, of one a chunk)."""
     transfer = Transfer(source, target, stream)
+    plans: list[Any] = []
+    for dtype, held, nulls, read, group in merges or ():
+        transfer.read = read
+        merged = transfer.plan_merged(dtype, [layout.Node.of(h) for h in held], nulls, group)
+        plans.append([merged] if merged is not None else
+                     [transfer.plan_item(dtype, layout.Node.of(h), 0, h.length, n, group) for h, n in zip(held, nulls)])
+    sources = [item[1] for item in items] + [h for merge in merges or () for h in merge[1]]
     by_reader: dict[int, tuple[Any, list]] = {}
     for dtype, held, nulls, read, _ in items:  # items sharing a batch reader are read in one batch
         by_reader.setdefault(id(read), (read, []))[1].append((dtype, layout.Node.of(held), 0, held.length, nulls))
     for read, trees in by_reader.values():
         prefetch(trees, read)
-    plans = []
     for dtype, held, nulls, read, group in items:
         transfer.read = read
         plans.append(transfer.plan_item(dtype, layout.Node.of(held), 0, held.length, nulls, group))
-    event = transfer.run([item[1].sync_event for item in items], [item[1] for item in items])
-    return [transfer.build(plan, event) for plan in plans]
+    event = transfer.run([h.sync_event for h in sources], sources)
+    merged_plans, plans = plans[:len(merges or ())], plans[len(merges or ()):]
+    return [transfer.build(plan, event) for plan in plans] + [[transfer.build(p, event) for p in group_plans]
+                                                              for group_plans in merged_plans]
