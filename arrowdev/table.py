@@ -296,9 +296,11 @@ class ArrowTable:
         if self.device == target:
             return self
         from .cuda import copy_columns, merges_on_copy
+        from .cuda.transfer import MERGE_MORE_CHUNKS_THAN
 
         columns = self._column_list
-        if columns is None and rechunk is not False and target.type == "cuda" and self.device.is_cpu_readable:
+        if (columns is None and target.type == "cuda" and self.device.is_cpu_readable
+                and (rechunk or (rechunk is None and self._batch_count() > MERGE_MORE_CHUNKS_THAN))):
             columns = self.columns  # the batches' columns, to see whether any merges
         if columns is not None and (len({tuple(c.length for c in _chunked.chunks(col)) for col in columns}) > 1
                                     or any(merges_on_copy(col, target, rechunk) for col in columns)):
