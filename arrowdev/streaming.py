@@ -99,7 +99,8 @@ def apply_on_gpu(run: Callable[[list[Any]], Any], columns: list[Any],
     starts = range(0, rows, step)
 
     def copy_in_range(start: int) -> list[Any]:  # the columns in one batch: one staging pipeline for all of them
-        return copy_columns([c[start:start + step] for c in columns], Device("cuda", device_id), copy_in)
+        return copy_columns([c[start:start + step] for c in columns], Device("cuda", device_id), copy_in,
+                            rechunk=None)  # a range of many small chunks (pq.read_table's) arrives as one, as to_device
     arriving = copy_in_range(0)
     results: list[Any] = []
     stay = None
