@@ -179,7 +179,13 @@ class _ReaderAfterProducers:
 
     @property
     def count_set_bits(self) -> Callable[[int, int, int], int] | None:
-        """(bitmap address, first bit, bits) -> set bits, counted where the bitmap is; None on the CPU."""
+        """(bitmap address, first bit, bits) -> set bits, counted where the bitmap is (the native popcount in
+        CPU memory, a kernel on a GPU) without copying it; None for memory arrowdev cannot read."""
+        if self._where.is_cpu_readable:
+            def count_in_place(address: int, bit_offset: int, length: int) -> int:
+                self._ready()
+                return int(_capsules.count_set(address, bit_offset, length))
+            return count_in_place
         if self._where.type not in ("cuda", "cuda_managed"):
             return None
         from ..gpu import runtime
