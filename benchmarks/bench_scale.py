@@ -427,7 +427,8 @@ def print_table(rows: list[dict[str, Any]], peer: str) -> None:
               f"{f('share_handling', '>5.2f')} {f('share_serialize', '>5.2f')} {f('share_sizeof', '>6.3f')} "
               f"{f('share_idle', '>5.2f')} | {f('task_ms', '>16.2f')} {f('sizeof_ms', '>6.3f')} "
               f"{f('host_ms_per_task', '>6.2f')} {str(r.get('equal', '-')):>5}", flush=True)
-    print("\nwhere the idle time is: ms from a run's start to its first task, after its last task, each worker's busy ms")
+    print("\nwhere the idle time is: ms from a run's start to its first task, after its last task, "
+          "each worker's busy ms")
     for r in rows:
         if "first_task_ms" in r:
             print(f"{r['engine']:<11} {r['mode']:<9} {r['gpus']:>4}  first task {r['first_task_ms']:7.1f}  after last "

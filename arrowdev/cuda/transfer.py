@@ -324,11 +324,13 @@ class Transfer(Planner):
                            (width, first - data) if first != data else None))
             data += last - first
         self._merged_buffer(node, pieces, (width, rows, data))
-        self._merged_buffer(node, [(n.buffers[2] + first, last - first, None) for n, (first, last) in zip(nodes, spans)])
+        self._merged_buffer(node, [(n.buffers[2] + first, last - first, None)
+                                   for n, (first, last) in zip(nodes, spans)])
         return node
 
     def _data_span(self, dtype: DataType, n: layout.Node, width: int) -> tuple[int, int]:
-        first, last = self._offset(n.buffers[1], n.offset, width), self._offset(n.buffers[1], n.offset + n.length, width)
+        offsets = n.buffers[1]
+        first, last = self._offset(offsets, n.offset, width), self._offset(offsets, n.offset + n.length, width)
         if not 0 <= first <= last:
             raise InvalidArrowError(f"expected the offsets of a {dtype} chunk in order, got {first} at its first row "
                                     f"and {last} after its last: not copied")
