@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev.core import chunks as _chunked, layout
@@ -280,3 +282,38 @@ def test_a_merging_copy_gives_chunks_without_a_bitmap_all_valid_rows(dtype):
     got = _merged(chunked)
     assert got is not None and got.null_count == 1
     assert got.to_pyarrow().equals(pa.chunked_array([chunked.combine_chunks()]))
+
+
+_MERGE_TYPES = {"int16": pa.int16(), "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(),
+                "large_binary": pa.large_binary()}
+
+
+def _value(kind: str, i: int) -> object:
+    return {"int16": i % 300 - 150, "float64": i / 7, "bool": i % 3 == 0, "string": "ü" * (i % 4) + str(i),
+            "large_binary": bytes(range(i % 9))}[kind]
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(sorted(_MERGE_TYPES)), eights=st.lists(st.integers(0, 6), min_size=2, max_size=9),
+       last=st.integers(0, 13), null_rate=st.sampled_from([0.0, 0.2, 1.0]), seed=st.integers(0, 10**6),
+       bitmapless=st.lists(st.booleans(), min_size=10, max_size=10))
+def test_property_a_merging_copy_equals_combine_chunks(kind, eights, last, null_rate, seed, bitmapless):
+    """Chunks of random multiples of 8 rows (and any last one), with and without nulls, some without a bitmap at
+    all: the merged copy equals PyArrow's combined chunks, nulls and values."""
+    import random
+
+    rng = random.Random(seed)
+    sizes = [8 * k for k in eights] + [last]
+    chunks, at = [], 0
+    for size, plain in zip(sizes, bitmapless):
+        values = [None if not plain and rng.random() < null_rate else _value(kind, at + i) for i in range(size)]
+        chunks.append(pa.array(values, _MERGE_TYPES[kind]))
+        at += size
+    chunked = pa.chunked_array(chunks, _MERGE_TYPES[kind])
+    got = _merged(chunked)
+    if not len(chunked):  # no rows: nothing to merge, the chunks are copied as they are
+        assert got is None
+        return
+    assert got is not None
+    assert got.to_pyarrow().equals(pa.chunked_array([chunked.combine_chunks()]))
+    assert got.null_count == chunked.null_count

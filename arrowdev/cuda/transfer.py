@@ -53,7 +53,7 @@ def mergeable(dtype: DataType, nodes: list[layout.Node]) -> bool:
     """Whether chunks of one column can be copied into one chunk by byte copies alone: numbers, bools and
     strings / binary, where bitmaps are involved every chunk starting at a byte and every chunk but the last
     a multiple of 8 rows long (PyArrow's reads are: 131,072 rows a batch)."""
-    if len(nodes) < 2 or any(layout.flat_leaf(dtype, n) is None for n in nodes):
+    if len(nodes) < 2 or not any(n.length for n in nodes) or any(layout.flat_leaf(dtype, n) is None for n in nodes):
         return False
     bits = layout.flat_leaf(dtype, nodes[0]) == 0 and dtype.element_bits(1) == 1
     if bits or any(n.buffers[0] for n in nodes):
