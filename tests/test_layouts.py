@@ -106,8 +106,8 @@ class _CountingReader:
 
 
 @pytest.mark.parametrize("offset", [0, 3, 8, 13])
-@pytest.mark.parametrize("length", [10, 8 * layout.COUNT_WHERE_IT_IS - 20, 8 * layout.COUNT_WHERE_IT_IS + 77])
-def test_large_bitmaps_are_counted_where_they_are_when_the_reader_can(offset, length):
+@pytest.mark.parametrize("length", [10, 32_000, 40_077])
+def test_bitmaps_are_counted_where_they_are_when_the_reader_can(offset, length):
     import numpy as np
 
     rng = np.random.default_rng(offset * 1000 + length)
@@ -117,5 +117,16 @@ def test_large_bitmaps_are_counted_where_they_are_when_the_reader_can(offset, le
     reader = _CountingReader()
     got = layout.null_count(ad.DataType.from_arrow(pa.int64()), offset, length, validity, reader)
     assert got == arr.slice(offset, length).null_count
-    bytes_spanned = (offset + length + 7) // 8 - offset // 8
-    assert bool(reader.counted) == (bytes_spanned > layout.COUNT_WHERE_IT_IS)
+    assert reader.counted == [(offset, length)]  # the reader counted it; nothing was copied to count
+    assert layout.null_count(ad.DataType.from_arrow(pa.int64()), offset, length, validity, layout.read_cpu) == got
+
+
+@pytest.mark.parametrize("offset, length", [(0, 10), (5, 33_001), (8, 40_000)])
+def test_a_cpu_columns_reader_counts_set_bits_in_place(offset, length):
+    import numpy as np
+
+    values = [None if x else 1 for x in np.random.default_rng(length).random(offset + length) < 0.4]
+    arr = pa.array(values, pa.int64())
+    bits = np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), bitorder="little")
+    reader = chunks.read(ad.column(arr))
+    assert reader.count_set_bits(arr.buffers()[0].address, offset, length) == int(bits[offset:offset + length].sum())

@@ -157,10 +157,15 @@ def wait_for_producers(*cores: ColumnCore) -> None:
         runtime.synchronize_events(events)
 
 
+COUNT_ON_DEVICE_ABOVE = 4096
+"""Device bitmaps of more bytes than this are counted on the GPU (a kernel, a sum, an 8-byte read); smaller ones
+are read to the host, one read as cheap as the kernel's. docs/distributed.md has what copying large ones cost."""
+
+
 class _ReaderAfterProducers:
     """A reader of one column's memory that first waits for its producers (C7); the wait happens only
-    when a computation really needs bytes, once (a walk over many chunks reads many times). On a GPU
-    it also counts a bitmap's set bits there (``layout.null_count`` asks for that on large bitmaps)."""
+    when a computation really needs bytes, once (a walk over many chunks reads many times). It also counts a
+    bitmap's set bits where the bitmap is (``count_set_bits``, which ``layout.null_count`` asks for)."""
 
     __slots__ = ("_core", "_where", "_reader")
 
@@ -177,23 +182,18 @@ class _ReaderAfterProducers:
     def __call__(self, address: int, nbytes: int) -> bytes:
         return self._ready()(address, nbytes)
 
-    @property
-    def count_set_bits(self) -> Callable[[int, int, int], int] | None:
-        """(bitmap address, first bit, bits) -> set bits, counted where the bitmap is (the native popcount in
-        CPU memory, a kernel on a GPU) without copying it; None for memory arrowdev cannot read."""
+    def count_set_bits(self, address: int, bit_offset: int, length: int) -> int:
+        """Set bits among bits [bit_offset, bit_offset + length) of the bitmap at ``address``: in CPU memory by
+        the native popcount in place, a large one on a GPU by a kernel there, else read and counted."""
+        read = self._ready()
         if self._where.is_cpu_readable:
-            def count_in_place(address: int, bit_offset: int, length: int) -> int:
-                self._ready()
-                return int(_capsules.count_set(address, bit_offset, length))
-            return count_in_place
-        if self._where.type not in ("cuda", "cuda_managed"):
-            return None
+            return layout.count_in_place(address, bit_offset, length)
+        first, last = bit_offset // 8, (bit_offset + length + 7) // 8
+        if last - first <= COUNT_ON_DEVICE_ABOVE:
+            return layout.count_set_bits(read(address + first, last - first), bit_offset - 8 * first, length)
         from ..gpu import runtime
 
-        def count(address: int, bit_offset: int, length: int) -> int:
-            self._ready()
-            return runtime.count_set_bits(address, bit_offset, length, self._where.id)
-        return count
+        return runtime.count_set_bits(address, bit_offset, length, self._where.id)
 
 
 def read(core: ColumnCore) -> layout.Reader:

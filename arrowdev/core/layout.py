@@ -311,26 +311,25 @@ def null_count_unread(dtype: DataType, length: int, validity: int) -> int | None
     return None
 
 
-COUNT_WHERE_IT_IS = 4096
-"""Bitmaps of more bytes than this are counted where they are when the reader can (a ``count_set_bits``
-attribute: in CPU memory the native popcount in place, 7x faster for a 10^7-row slice; device memory, one small
-kernel and an 8-byte read), not copied to the host: a fresh 5 * 10^7-row
-column's null count took 7 ms that way (benchmarks/probes/transform_steps.py; docs/distributed.md)."""
+def count_in_place(address: int, bit_offset: int, length: int) -> int:
+    """Set bits among bits [bit_offset, bit_offset + length) of a bitmap in CPU memory, counted where it is by the
+    native popcount (no copy of it into bytes)."""
+    from .. import _capsules
+
+    return int(_capsules.count_set(address, bit_offset, length))
 
 
 def null_count(dtype: DataType, offset: int, length: int, validity: int, read: Reader) -> int:
-    """The null count of one node, computed from its validity bitmap where it has one."""
+    """The null count of one node, computed from its validity bitmap where it has one: counted where the bitmap
+    is when the reader can (CPU memory; a reader's ``count_set_bits``, chunks.py's on a GPU), else read and
+    counted here."""
     known = null_count_unread(dtype, length, validity)
     if known is not None:
         return known
-    if read is read_cpu:  # counted in place by the native popcount: no copy of the bitmap
-        from .. import _capsules
-
-        return length - int(_capsules.count_set(validity, offset, length))
+    count = count_in_place if read is read_cpu else getattr(read, "count_set_bits", None)
+    if count is not None:
+        return length - count(validity, offset, length)
     first, last = offset // 8, (offset + length + 7) // 8
-    count_where_it_is = getattr(read, "count_set_bits", None)
-    if count_where_it_is is not None and last - first > COUNT_WHERE_IT_IS:
-        return length - int(count_where_it_is(validity, offset, length))
     return length - count_set_bits(read(validity + first, last - first), offset - 8 * first, length)
 
 

@@ -45,8 +45,7 @@ MERGE_MORE_CHUNKS_THAN = 8
 MERGE_MEAN_ROWS_BELOW = 1 << 20
 """A column copied to a GPU with ``rechunk=None`` becomes one chunk where it has more chunks than this, of fewer rows
 than this on average: PyArrow's ``pq.read_table`` gives chunks of 131,072 rows, and each chunk costs a UDF call a
-launch and its host work (a numeric UDF over 10^8 rows in 763 such chunks took 38 ms on an H200, in one chunk 0.5 ms;
-docs/device.md, "Many small chunks become one")."""
+launch and its host work (docs/device.md, "Many small chunks become one", has what that costs)."""
 
 
 def mergeable(dtype: DataType, nodes: list[layout.Node]) -> bool:
