@@ -220,6 +220,21 @@ def test_numba_both_ways():
     assert col.to_pyarrow().to_pylist() == pa.array(np.array(["2020-01-01", "2021-06-30"], "M8[us]")).to_pylist()
 
 
+def test_a_numba_array_without_a_stream_is_read_after_its_copy_from_the_host():
+    """numba's to_device names no CAI stream, yet its copy from pageable memory may still be in flight when it
+    returns: arrowdev, reading on a stream of its own, must wait for the legacy default stream first."""
+    cuda = pytest.importorskip("numba.cuda")
+    n = 1 << 22
+    for seed in range(20):
+        values = np.arange(seed, seed + n, dtype=np.int64)
+        darr = cuda.to_device(values)
+        assert darr.__cuda_array_interface__.get("stream") is None
+        col = ad.column(darr)
+        assert _chunked.chunks(col)[0].sync_event  # an event on the legacy default stream
+        got = col.to_host().to_numpy()
+        assert got[0] == seed and got[-1] == seed + n - 1 and np.array_equal(got, values)
+
+
 def _slow_column(cupy, n: int) -> ad.ArrowColumn:
     """A GPU int64 column [1000, 1000 + n) written by a kernel that first spins on a stream of its own,
     signalling only through its sync event."""

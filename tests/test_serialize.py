@@ -393,7 +393,7 @@ def test_gpu_planning_reads_device_offsets_in_one_batch(monkeypatch):
                         read_many(requests, device))
     monkeypatch.setattr(runtime, "read_bytes", lambda *a: single.append(a) or pytest.fail("a read of its own"))
     strings = pa.chunked_array([pa.array([f"v{i}" for i in range(k, k + 50)]) for k in range(0, 1000, 50)])
-    copied = ad.table({"s": strings, "n": pa.array(np.arange(1000))}).to_device()
+    copied = ad.table({"s": strings, "n": pa.array(np.arange(1000))}).to_device(rechunk=False)  # 20 chunks
     assert batches == [] and not single  # fixed sizes on the host: nothing read from the device
     assert add.nbytes(copied) == sum(size for _, size in _serialize._plan(copied, copied.device, True)[1])
     assert batches == [] and not single  # the offsets the copy wrote are remembered: nothing read either

@@ -1,8 +1,10 @@
 """Import from CuPy, numba and PyTorch arrays: ``__cuda_array_interface__`` (v3) and DLPack producers.
 
 A 1-D contiguous device array becomes a one-chunk array over the same memory, which keeps the source
-object alive. The CAI ``stream`` becomes the array's sync event (an event recorded on that stream), and
-a CAI ``mask`` becomes the validity bitmap (a packing copy, as is a bool array's data: Arrow stores bits,
+object alive. The CAI ``stream`` becomes the array's sync event (an event recorded on that stream); a
+``stream`` of None or none at all is taken as the legacy default stream, since arrowdev reads on streams of its
+own that do not wait for it and numba's ``to_device`` says None while its copy from pageable memory can still be
+in flight (CUDA returns from such a copy once the bytes are staged). A CAI ``mask`` becomes the validity bitmap (a packing copy, as is a bool array's data: Arrow stores bits,
 the array stores bytes). Strided or multi-dimensional input is refused with a message that says how to
 make it contiguous. The export side (views of a column for these libraries) is
 :mod:`arrowdev.interop.cuda_arrays`.
@@ -18,6 +20,8 @@ from .. import _capsules
 from .types import DataType
 
 __all__ = ["from_cuda_array_interface", "from_dlpack"]
+
+LEGACY_DEFAULT_STREAM = 1  # the CAI's name for CUDA's legacy default stream
 
 
 def from_dlpack(obj: Any) -> tuple[DataType, list[Any]]:
@@ -50,11 +54,10 @@ def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
     kind, device_id = runtime.pointer_device(address) if address else ("cuda", cp.cuda.Device().id)
     device_code = {"cuda": 2, "cuda_managed": 13, "cuda_host": 3}.get(kind, 2)
     keep: list[Any] = [obj]
-    event = None
-    if cai.get("stream") is not None:  # the data is ready once this stream's work is done
-        producer = runtime.external_stream(cai["stream"], device_id)
-        event = runtime.SyncEvent(producer, device_id)
-        keep.append(event)
+    stream = cai.get("stream")
+    producer = runtime.external_stream(LEGACY_DEFAULT_STREAM if stream is None else stream, device_id)
+    event = runtime.SyncEvent(producer, device_id)  # the data is ready once this stream's work is done
+    keep.append(event)
     with cp.cuda.Device(device_id):
         validity, null_count = 0, 0
         mask = cai.get("mask")
@@ -72,5 +75,5 @@ def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
 
     arrow_type = DataType.from_arrow(pa.from_numpy_dtype(dtype))
     held = _capsules.build(arrow_type, n, null_count, 0, [validity, address], [], device_type=device_code,
-                           device_id=device_id, keepalive=keep, sync_event=event.address if event else None)
+                           device_id=device_id, keepalive=keep, sync_event=event.address)
     return arrow_type, [held]
