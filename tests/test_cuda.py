@@ -235,6 +235,23 @@ def test_a_numba_array_without_a_stream_is_read_after_its_copy_from_the_host():
         assert got[0] == seed and got[-1] == seed + n - 1 and np.array_equal(got, values)
 
 
+def test_cai_exports_name_a_stream_only_where_there_is_something_to_wait_for(cupy):
+    """A column with a producer event names arrowdev's stream (the consumer waits on it); one without, while
+    arrowdev's stream is idle, names none (its data is ready); both read right through CuPy."""
+    copied = ad.column(pa.array(np.arange(5, dtype=np.int64))).to_device()
+    assert _chunked.sync_events(copied) and copied.__cuda_array_interface__["stream"] is not None
+    assert cupy.asarray(copied).tolist() == [0, 1, 2, 3, 4]
+    data = cupy.arange(7, dtype=cupy.int64)
+    cupy.cuda.runtime.deviceSynchronize()
+    dtype = ad.DataType.from_arrow(pa.int64())
+    ready = ad.ArrowColumn(dtype, [ad._capsules.build(dtype, 7, 0, 0, [0, data.data.ptr], [], device_type=2,
+                                                      device_id=0, keepalive=[data])])
+    assert not _chunked.sync_events(ready)
+    cupy.cuda.runtime.deviceSynchronize()  # nothing left queued on arrowdev's stream
+    assert ready.__cuda_array_interface__["stream"] is None
+    assert cupy.asarray(ready).tolist() == list(range(7))
+
+
 def _slow_column(cupy, n: int) -> ad.ArrowColumn:
     """A GPU int64 column [1000, 1000 + n) written by a kernel that first spins on a stream of its own,
     signalling only through its sync event."""

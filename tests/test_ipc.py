@@ -408,3 +408,41 @@ def test_gpu_publish_and_get_between_processes(tmp_path, monkeypatch):
         children.finish(getter)
         wait_for(lambda: ad.cuda.lease_stats()["exports_lent"] == 0)
     assert ad.cuda.memory_stats()["bytes_in_use"] == before
+
+
+_SUMS = """
+    import sys
+    import cupy
+    import arrowdev as ad
+    for line in sys.stdin:
+        if line.strip() == "exit":
+            break
+        t = ad.import_ipc(open(line.strip(), "rb").read())
+        total = float(cupy.asarray(t.column(0)).sum())
+        del t
+        stats = ad.cuda.lease_stats()
+        print(total, stats["mappings_open"], stats["mappings_idle"], stats["leases_held"], flush=True)
+"""
+
+
+@pytest.mark.gpu
+def test_handoffs_through_reused_and_freed_pool_blocks_read_the_new_values(tmp_path):
+    """An importer keeps its mappings idle between imports (cuda/ipc_mappings.py). Tables handed over one after
+    another, from blocks the exporter's pool reuses and from new allocations after the pool gave its blocks back
+    to CUDA, are read with their own values each time: a kept mapping is never one of a freed allocation."""
+    from arrowdev.gpu import memory
+
+    n = 1 << 20
+    path = tmp_path / "h"
+    with Children() as children:
+        importer = children.start(_SUMS)
+        for round_, free_blocks in enumerate([False, False, True, False, True]):
+            table = ad.table({"x": pa.array(np.full(n, float(round_)))}).to_device()
+            path.write_bytes(table.export_ipc())
+            total, mapped, idle, held = Children.ask(importer, str(path)).split()
+            assert float(total) == float(round_) * n and held == "0" and mapped == idle
+            assert 1 <= int(mapped) <= 1 + round_  # at most one more each round
+            del table
+            if free_blocks:
+                memory.pool().free_all_blocks()  # the next table is a new allocation, with a new handle
+        Children.finish(importer)

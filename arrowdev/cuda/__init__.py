@@ -33,12 +33,15 @@ def lease_stats() -> dict[str, int]:
       ``leases_granted`` held now by other processes, ``importers`` holding them, ``bytes_lent`` (as in
       :func:`memory_stats`).
     - As an importer: ``leases_held`` on other processes' memory, ``exporters`` they come from, and
-      ``leases_broken``: of those, how many are on exporters that have exited or died.
+      ``leases_broken``: of those, how many are on exporters that have exited or died; ``mappings_open``:
+      allocations of other processes mapped here, of which ``mappings_idle`` are kept for the next import
+      without a user (closed after ``ipc_mappings.IDLE_SECONDS``).
     """
-    from . import lease_client, lease_server
+    from . import ipc_mappings, lease_client, lease_server
 
     out = lease_server.registry().stats()
     out.update(lease_client.stats())
+    out.update(ipc_mappings.stats())
     return out
 
 

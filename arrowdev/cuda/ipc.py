@@ -14,7 +14,8 @@ exporter answers, it maps each allocation once per process (``cudaIpcOpenMemHand
 open a handle only once, so mappings are shared by every import that uses them) and builds the same
 column or table over the mapped memory, zero-copy. When its last array goes, the importer waits for its
 work on the device (``cudaDeviceSynchronize``: the exporter may reuse the memory as soon as the lease
-ends), closes the mappings no other import uses and releases its leases.
+ends), lets its mappings go (kept open, idle, for the next import of the same allocation for a while:
+:mod:`arrowdev.cuda.ipc_mappings`) and releases its leases.
 
 The rule for lifetime (docs/memory.md): **the exporter keeps the memory until every importer has
 released it.** The export is open to new imports while the exporting object lives (or for ``hold`` seconds
@@ -31,7 +32,6 @@ import functools
 import json
 import os
 import socket
-import threading
 import weakref
 from typing import Any, Callable
 
@@ -40,7 +40,7 @@ from ..core import chunks as _chunked, layout
 from ..errors import InvalidArrowError
 from ..core.types import DataType, Device
 from ..gpu import memory, runtime
-from . import ipc_checks, lease_client, lease_server, leases
+from . import ipc_checks, ipc_mappings, lease_client, lease_server, leases
 
 _MAGIC = b"ARROWDEV-CUDA-IPC-2\n"
 _OLD_MAGIC = b"ARROWDEV-CUDA-IPC-1\n"
@@ -159,19 +159,21 @@ def _addresses(node: layout.Node) -> list[int]:
     return found + (_addresses(node.dictionary) if node.dictionary is not None else [])
 
 
-def _shareable(col: Any, chunks: list[Any], device: Device) -> list[Any]:
-    """``chunks``, or where any buffer lies in memory that grows in place (a long string output of a UDF,
-    :mod:`arrowdev.gpu.growable`: CUDA's legacy IPC cannot share it) copies of them in pool memory, which the
-    export's lease keeps."""
+def _shareable(col: Any, chunks: list[Any], device: Device) -> tuple[list[Any], list[layout.Node]]:
+    """``chunks`` and their node trees, or where any buffer lies in memory that grows in place (a long string output
+    of a UDF, :mod:`arrowdev.gpu.growable`: CUDA's legacy IPC cannot share it) copies of them in pool memory, which
+    the export's lease keeps."""
     from ..gpu.growable import is_growable
     from . import transfer
 
-    if not any(is_growable(a) for held in chunks for a in _addresses(layout.Node.of(held))):
-        return chunks
+    trees = [layout.Node.of(held) for held in chunks]
+    if not any(is_growable(a) for tree in trees for a in _addresses(tree)):
+        return chunks, trees
     read = _chunked.planning_reader([col], ready=True)
     dtype = _chunked.dtype(col)
     items = [(dtype, held, held.null_count, read, 0) for held in chunks]
-    return transfer.copy_chunks(items, device, device)
+    copies = transfer.copy_chunks(items, device, device)
+    return copies, [layout.Node.of(held) for held in copies]
 
 
 def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
@@ -193,9 +195,9 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
         raise ValueError(f"expected data on a CUDA device for export_ipc, got {device.type}: call to_device() first")
     calls.check_device(device.id)
     _chunked.wait_for_producers(col)
-    chunks = _shareable(col, _chunked.exportable_chunks(col), device)
+    chunks, trees = _shareable(col, _chunked.exportable_chunks(col), device)
     walker = _Exporter(device.id)
-    nodes = [walker.node(layout.Node.of(held)) for held in chunks]
+    nodes = [walker.node(tree) for tree in trees]
     kind = "table" if is_table else "column"
     targets = list(walker.foreign.values())
     export = None
@@ -221,34 +223,7 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
 # ---- import ------------------------------------------------------------------------------------------
 
 _LOCAL = leases.Peer(os.getpid(), os.getuid(), "this process", local=True)
-_mappings_lock = threading.Lock()
-_mappings: weakref.WeakValueDictionary[tuple[str, int], _Mapping] = weakref.WeakValueDictionary()
 _imports: weakref.WeakSet[_Imported] = weakref.WeakSet()  # live imports with mapped memory (re-exports)
-
-
-class _Mapping:
-    """One opened IPC allocation, shared by every import in this process that uses it; closed when the
-    last of them goes."""
-
-    def __init__(self, handle: str, size: int, device_id: int) -> None:
-        self.base = 0
-        self.base = calls.open_handle(bytes.fromhex(handle), device_id)
-        self.handle, self.size, self.device_id = handle, size, device_id
-
-    def __del__(self) -> None:
-        if self.base:
-            try:
-                calls.close_handle(self.base, self.device_id)
-            except Exception:  # noqa: BLE001 - at interpreter exit CUDA may be gone; the process's end unmaps
-                pass
-
-
-def _mapping(handle: str, size: int, device_id: int) -> _Mapping:
-    with _mappings_lock:
-        made = _mappings.get((handle, device_id))
-        if made is None:
-            made = _mappings[(handle, device_id)] = _Mapping(handle, size, device_id)
-        return made
 
 
 class _LocalLease:
@@ -271,7 +246,7 @@ class _Imported:
         self.device_id, self.targets = device_id, targets
         self.leases: list[Any] = []
         self.own: list[leases.Export] = []  # this process's exports leased (their buffers are local)
-        self.mappings: list[_Mapping] = []
+        self.mappings: list[ipc_mappings.Mapping] = []
 
     def take_leases(self, map_memory: Callable[[], list[int]]) -> list[int]:
         """A lease on every export the handle names, all or none, and ``map_memory()``'s result (the bases of the
@@ -302,24 +277,28 @@ class _Imported:
             self.leases.append(finish())
             return bases
         except BaseException:
-            self.release()
+            self.release(failed=True)
             raise
 
-    def base_of(self, handle: str, size: int) -> int:
+    def base_of(self, handle: str) -> int:
         for export in self.own:
             if handle in export.bases:
                 return export.bases[handle]
-        mapping = _mapping(handle, size, self.device_id)
+        mapping = ipc_mappings.acquire(handle, self.device_id, calls)
         self.mappings.append(mapping)
         return mapping.base
 
-    def release(self) -> None:
+    def release(self, failed: bool = False) -> None:
+        """The leases given back and the mappings let go, after this process's work on the device is done (the
+        exporter may reuse the memory once released); a failed import closes what it mapped instead of keeping
+        it for the next."""
         if self.mappings:
             try:  # the importer's kernels may still read the memory: the exporter may reuse it once released
                 calls.synchronize(self.device_id)
             except Exception:  # noqa: BLE001 - at interpreter exit CUDA may be gone; the process's end releases
                 pass
-        self.mappings = []
+        mapped, self.mappings = self.mappings, []
+        ipc_mappings.release(mapped, keep=not failed)
         taken, self.leases = self.leases, []
         for lease in taken:
             lease.release()
@@ -333,7 +312,7 @@ class _Imported:
 
 def _mapped_ranges(device_id: int) -> list[tuple[int, int, str, list[dict[str, Any]]]]:
     """(base, size, handle, leases) of every allocation this process mapped on ``device_id`` for live imports."""
-    return [(m.base, m.size, m.handle, imp.targets) for imp in list(_imports) if imp.device_id == device_id
+    return [(m.base, m.mapped_size, m.handle, imp.targets) for imp in list(_imports) if imp.device_id == device_id
             for m in imp.mappings]
 
 
@@ -351,16 +330,26 @@ def import_ipc(data: bytes) -> Any:
         raise InvalidArrowError(f"the IPC handle's GPU (UUID {header['device_uuid']}) is not visible in this "
                                 f"process (see CUDA_VISIBLE_DEVICES)")
     imported = _Imported(device_id, header["leases"])
-    bases = imported.take_leases(lambda: [imported.base_of(h["handle"], h["size"]) for h in header["handles"]])
+    bases = imported.take_leases(lambda: [imported.base_of(h["handle"]) for h in header["handles"]])
     if imported.mappings:
         _imports.add(imported)
     sizes = [h["size"] for h in header["handles"]]
-    ipc_checks.check_mapped_sizes(sizes, [calls.allocation(base)[1] for base in bases])
-    frames = [(bases[handle] + offset, sizes[handle] - offset, True) for handle, offset in places]
-    ipc_checks.check_after_mapping(shape, frames_header, places, frames, calls.value_checks(frames, device_id))
-    device = Device("cuda", device_id)
-    chunks = [_build(dtype, node, bases, sizes, imported, device) for node in header["chunks"]]
+    try:
+        ipc_checks.check_mapped_sizes(sizes, [_mapped_size(imported, base) for base in bases])
+        frames = [(bases[handle] + offset, sizes[handle] - offset, True) for handle, offset in places]
+        ipc_checks.check_after_mapping(shape, frames_header, places, frames, calls.value_checks(frames, device_id))
+        device = Device("cuda", device_id)
+        chunks = [_build(dtype, node, bases, sizes, imported, device) for node in header["chunks"]]
+    except BaseException:
+        imported.release(failed=True)
+        raise
     return _chunked.make(header["kind"], dtype, chunks)
+
+
+def _mapped_size(imported: _Imported, base: int) -> int:
+    """The size of the allocation at ``base``: known for a mapping since it was opened, asked of CUDA for this
+    process's own memory."""
+    return next((m.mapped_size for m in imported.mappings if m.base == base), None) or calls.allocation(base)[1]
 
 
 def _build(dtype: DataType, node: Any, bases: list[int], sizes: list[int], keep: _Imported, device: Device) -> Any:

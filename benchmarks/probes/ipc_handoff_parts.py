@@ -1,0 +1,155 @@
+"""Where a CUDA IPC handoff's time goes, without a profiler's overhead (issue 35): the steps of ``export_ipc``
+and ``import_ipc`` wrapped in timers (medians over the handoffs, microseconds), and the first kernel split into
+its parts, in the exporter and a consumer process, as benchmarks/bench_ipc.py hands a table over.
+
+    python3 benchmarks/probes/ipc_handoff_parts.py [--gib 1.0] [--runs 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import multiprocessing
+import statistics
+import time
+
+EXPORT_STEPS = [("arrowdev.table", "ArrowTable.to_struct_array"), ("arrowdev.cuda.ipc", "_chunked.wait_for_producers"),
+                ("arrowdev.cuda.ipc", "_chunked.exportable_chunks"), ("arrowdev.cuda.ipc", "_shareable"),
+                ("arrowdev.cuda.ipc", "_Exporter.__init__"), ("arrowdev.cuda.ipc", "_Exporter.node"),
+                ("arrowdev.cuda.ipc", "calls.pinned"), ("arrowdev.cuda.ipc", "lease_server.registry"),
+                ("arrowdev.cuda.ipc", "lease_server.server"), ("arrowdev.cuda.leases", "Registry.add"),
+                ("arrowdev.cuda.ipc", "calls.device_uuid"), ("arrowdev.cuda.ipc", "json.dumps"),
+                ("arrowdev.cuda.ipc", "calls.check_device")]
+IMPORT_STEPS = [("arrowdev.cuda.ipc", "parse_handle"), ("arrowdev.cuda.ipc", "ipc_checks.check_before_mapping"),
+                ("arrowdev.cuda.ipc", "calls.device_with_uuid"), ("arrowdev.cuda.ipc", "_Imported.take_leases"),
+                ("arrowdev.cuda.ipc", "calls.open_handle"), ("arrowdev.cuda.ipc", "lease_client.start_lease"),
+                ("arrowdev.cuda.ipc", "ipc_checks.check_mapped_sizes"), ("arrowdev.cuda.ipc", "calls.allocation"),
+                ("arrowdev.cuda.ipc", "calls.value_checks"), ("arrowdev.cuda.ipc", "ipc_checks.check_after_mapping"),
+                ("arrowdev.cuda.ipc", "_build"), ("arrowdev.cuda.ipc", "_chunked.make"),
+                ("arrowdev.cuda.ipc", "_Imported.release"), ("arrowdev.cuda.ipc", "calls.synchronize")]
+
+
+def _wrap(steps, spent) -> None:  # noqa: ANN001
+    import importlib
+
+    for module_name, path in steps:
+        owner = importlib.import_module(module_name)
+        *parents, name = path.split(".")
+        for part in parents:
+            owner = getattr(owner, part)
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def timed(*args, __original=original, __key=path, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            start = time.perf_counter()
+            try:
+                return __original(*args, **kwargs)
+            finally:
+                spent[__key] += time.perf_counter() - start
+        setattr(owner, name, timed)
+
+
+def _medians(rows: list[dict[str, float]]) -> str:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    return "".join(f"  {k:38s} {statistics.median(r.get(k, 0.0) for r in rows) * 1e6:8.1f}\n" for k in keys)
+
+
+class _Interface:
+    def __init__(self, cai: dict) -> None:  # noqa: ANN001
+        self.__cuda_array_interface__ = cai
+
+
+def _after_the_first_kernel(cupy, column, own) -> dict[str, float]:  # noqa: ANN001
+    """The first kernel's parts again, apart: the column's CAI alone, CuPy's view through it again, through
+    arrowdev's to_cupy(), through a CAI without a stream; a second sum over the imported memory and one over the
+    consumer's own memory."""
+    spent = {}
+    for name, call in [("again: column CAI", lambda: column.__cuda_array_interface__),
+                       ("again: cupy.asarray(column)", lambda: cupy.asarray(column)),
+                       ("again: column.to_cupy()", lambda: column.to_cupy()),
+                       ("again: cupy.asarray(CAI, no stream)",
+                        lambda: cupy.asarray(_Interface({**column.__cuda_array_interface__, "stream": None}))),
+                       ("again: sum (float) imported", lambda: float(cupy.asarray(column).sum())),
+                       ("again: sum launched, own memory", lambda: own.sum()),
+                       ("again: sum (float), own memory", lambda: float(own.sum()))]:
+        cupy.cuda.runtime.deviceSynchronize()
+        start = time.perf_counter()
+        call()
+        spent[name] = time.perf_counter() - start
+    return spent
+
+
+def _consumer(conn) -> None:  # noqa: ANN001
+    import cupy
+
+    import arrowdev as ad
+
+    spent: collections.defaultdict[str, float] = collections.defaultdict(float)
+    _wrap(IMPORT_STEPS, spent)
+    rows = []
+    own = cupy.zeros(1 << 27)  # 1 GiB of the consumer's own memory, for the same sum
+    while True:
+        data = conn.recv_bytes()
+        if not data:
+            break
+        spent.clear()
+        t0 = time.perf_counter()
+        table = ad.import_ipc(data)
+        t1 = time.perf_counter()
+        column = table.column(0)
+        t2 = time.perf_counter()
+        view = cupy.asarray(column)
+        t3 = time.perf_counter()
+        launched = view.sum()
+        t4 = time.perf_counter()
+        total = float(launched)
+        t4b = time.perf_counter()
+        after = _after_the_first_kernel(cupy, column, own)
+        t5 = time.perf_counter()
+        del table, column, view
+        t6 = time.perf_counter()
+        rows.append({"import_ipc": t1 - t0, **spent, "table.column(0)": t2 - t1, "cupy.asarray(column)": t3 - t2,
+                     "sum launched": t4 - t3, "sum finished (float)": t4b - t4, "drop": t6 - t5, **after})
+        conn.send(total)
+    conn.send(_medians(rows[1:]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=1.0)
+    parser.add_argument("--runs", type=int, default=40)
+    args = parser.parse_args()
+    import numpy as np
+    import pyarrow as pa
+
+    import arrowdev as ad
+
+    n = int(args.gib * (1 << 30)) // 8
+    table = ad.table({"x": pa.array(np.arange(n, dtype=np.float64))}).to_device()
+    spent: collections.defaultdict[str, float] = collections.defaultdict(float)
+    _wrap(EXPORT_STEPS, spent)
+    ctx = multiprocessing.get_context("spawn")
+    mine, theirs = ctx.Pipe()
+    consumer = ctx.Process(target=_consumer, args=(theirs,))
+    consumer.start()
+    rows = []
+    for _ in range(args.runs + 1):
+        view = table.slice(0)
+        spent.clear()
+        start = time.perf_counter()
+        data = view.export_ipc()
+        rows.append({"export_ipc": time.perf_counter() - start, **spent})
+        mine.send_bytes(data)
+        mine.recv()
+        del view
+    mine.send_bytes(b"")
+    print(f"exporter (us, medians of {args.runs}; nested steps count in their callers too):")
+    print(_medians(rows[1:]))
+    print("consumer:")
+    print(mine.recv())
+    consumer.join()
+
+
+if __name__ == "__main__":
+    main()
