@@ -18,6 +18,7 @@ setup(
                      "capsules/py_values.h"],
             extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
                                 "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
+            extra_link_args=["-pthread"],  # values.c scans large offsets buffers on several threads
         )
     ]
 )

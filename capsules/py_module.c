@@ -76,7 +76,8 @@ static PyMethodDef module_methods[] = {
     {"capsule_name", capsule_name, METH_O, "a capsule's name ('' if unnamed), or None for other objects"},
     {"ownership_stats", ownership_stats, METH_NOARGS, "the native core's counters"},
     FAST(count_set, "count_set(bitmap, bit_offset, length): set bits (values.h)"),
-    FAST(check_offsets, "check_offsets(address, width, n, low, high): -1, or the first bad offset (values.h)"),
+    FAST(check_offsets, "check_offsets(address, width, n, low, high[, split_bytes, threads]): -1, or the first "
+                        "bad offset (values.h)"),
     FAST(check_indices, "check_indices(address, width, signed, n, limit, validity, bit_offset) (values.h)"),
     FAST(check_views, "check_views(address, n, sizes, n_buffers, validity, bit_offset) (values.h)"),
     FAST(check_list_views, "check_list_views(offsets, sizes, width, n, limit) (values.h)"),

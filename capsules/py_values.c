@@ -27,7 +27,7 @@ enum Scan { kCountSet, kOffsets, kIndices, kViews, kListViews, kRunEnds, kUnion 
 static int64_t run(enum Scan scan, const int64_t* a) {
   switch (scan) {
     case kCountSet: return values_count_set(PTR(a[0]), a[1], a[2]);
-    case kOffsets: return values_offsets(PTR(a[0]), (int)a[1], a[2], a[3], a[4]);
+    case kOffsets: return values_offsets(PTR(a[0]), (int)a[1], a[2], a[3], a[4], a[5], (int)a[6]);
     case kIndices: return values_indices(PTR(a[0]), (int)a[1], (int)a[2], a[3], a[4], PTR(a[5]), a[6]);
     case kViews: return values_views(PTR(a[0]), a[1], PTR(a[2]), a[3], PTR(a[4]), a[5]);
     case kListViews: return values_list_views(PTR(a[0]), PTR(a[1]), (int)a[2], a[3], a[4]);
@@ -54,9 +54,11 @@ PyObject* count_set(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   return int_args(args, nargs, 3, "count_set", a) ? NULL : scan_of(kCountSet, a, a[2] / 8);
 }
 
+/* The last two arguments (split_bytes, threads) may be left out: VALUES_SPLIT_BYTES and half the CPUs online. */
 PyObject* check_offsets(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
-  int64_t a[5];
-  return int_args(args, nargs, 5, "check_offsets", a) ? NULL : scan_of(kOffsets, a, a[2]);
+  int64_t a[7] = {0, 0, 0, 0, 0, VALUES_SPLIT_BYTES, 0};
+  Py_ssize_t given = nargs >= 5 && nargs <= 7 ? nargs : 5;
+  return int_args(args, nargs, given, "check_offsets", a) ? NULL : scan_of(kOffsets, a, a[2]);
 }
 
 PyObject* check_indices(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {

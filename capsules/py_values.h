@@ -12,7 +12,8 @@
 
 /* count_set(bitmap, bit_offset, length) */
 PyObject* count_set(PyObject* m, PyObject* const* args, Py_ssize_t nargs);
-/* check_offsets(address, width, n, low, high) */
+/* check_offsets(address, width, n, low, high[, split_bytes, threads]): large buffers by several threads
+ * (values_offsets; by default VALUES_SPLIT_BYTES and half the CPUs online) */
 PyObject* check_offsets(PyObject* m, PyObject* const* args, Py_ssize_t nargs);
 /* check_indices(address, width, signed, n, limit, validity, bit_offset) */
 PyObject* check_indices(PyObject* m, PyObject* const* args, Py_ssize_t nargs);

@@ -12,6 +12,8 @@ import zlib
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arrowdev as ad
 from arrowdev import _capsules
@@ -54,6 +56,87 @@ def test_check_offsets_matches_python(width, seed):
     low, high = r.choice([0, 1]), int(values.max()) - r.choice([0, 0, 1])
     got = _capsules.check_offsets(_address(values), width, n, low, high)
     assert got == _first_bad_offset(values.tolist(), low, high)
+
+
+def _first_bad_offset_numpy(values: np.ndarray, low: int, high: int) -> int:
+    """The reference: the first offset below low, the last above high, then the first out of order."""
+    if values[0] < low:
+        return 0
+    if values[-1] > high:
+        return values.size - 1
+    down = np.flatnonzero(values[1:] < values[:-1])
+    return int(down[0]) + 1 if down.size else -1
+
+
+def _offsets(r: np.random.Generator, n: int, width: int) -> np.ndarray:
+    return np.cumsum(r.integers(0, 4, n), dtype=np.int64).astype(np.int32 if width == 4 else np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(2, 3000), width=st.sampled_from([4, 8]), split_bytes=st.integers(1, 4096),
+       threads=st.integers(0, 9), faults=st.lists(st.tuples(st.floats(0, 1, exclude_max=True),
+                                                            st.sampled_from(["drop", "spike", "low", "high"])),
+                                                  max_size=3),
+       seed=st.integers(0, 2**32 - 1))
+def test_split_check_offsets_matches_numpy(n, width, split_bytes, threads, faults, seed):
+    """Shared among threads (a split as small as one byte: up to 8 pieces of a few offsets), the check finds
+    the same first bad offset as one pass of NumPy, wherever faults are planted."""
+    values = _offsets(np.random.default_rng(seed), n, width)
+    low, high = 0, int(values[-1])
+    for where, kind in faults:
+        at = int(where * n)
+        if kind == "drop":  # below the one before it
+            values[at] = values[at - 1] - 1 if at else low - 1
+        elif kind == "spike":  # above the one after it
+            values[at] = values[min(at + 1, n - 1)] + 1
+        elif kind == "low":
+            low = int(values[0]) + 1
+        else:
+            high = int(values[-1]) - 1
+    got = _capsules.check_offsets(_address(values), width, n, low, high, split_bytes, threads)
+    assert got == _first_bad_offset_numpy(values, low, high)
+    assert got == _capsules.check_offsets(_address(values), width, n, low, high, 0, 1)  # one thread
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+@pytest.mark.parametrize("width", [4, 8])
+def test_split_check_offsets_finds_a_fault_at_every_position(threads, width):
+    """One fault at each position in turn, boundaries between pieces included (each piece checks the pair across
+    its end): the first bad offset, or the one after a spike."""
+    n = 97
+    good = _offsets(np.random.default_rng(threads), n, width) + 1
+    for at in range(n):
+        for value in ((good[at - 1] if at else good[0]) - 1, good[-1] + 1):  # a drop (below low at 0); a spike
+            values = good.copy()
+            values[at] = value
+            low, high = int(good[0]), int(good[-1])
+            got = _capsules.check_offsets(_address(values), width, n, low, high, width, threads)
+            assert got == _first_bad_offset_numpy(values, low, high), (at, value)
+
+
+@pytest.mark.parametrize("width", [4, 8])
+def test_check_offsets_past_the_default_split(width):
+    """Buffers past twice the default split (4 MiB), checked with the default arguments and with 8 threads: the
+    same first bad offset as NumPy's."""
+    n = (9 << 20) // width + 12345
+    r = np.random.default_rng(width)
+    values = _offsets(r, n, width)
+    low, high = 0, int(values[-1])
+    assert _capsules.check_offsets(_address(values), width, n, low, high) == -1
+    for at in sorted(r.integers(1, n, 4).tolist() + [n // 2, n // 8 + 1], reverse=True):  # each one earlier
+        values[at] = values[at - 1] - 1
+        expected = _first_bad_offset_numpy(values, low, high)
+        assert expected == at
+        assert _capsules.check_offsets(_address(values), width, n, low, high) == expected
+        assert _capsules.check_offsets(_address(values), width, n, low, high, 1 << 20, 8) == expected
+
+
+def test_check_offsets_arguments():
+    values = np.arange(4, dtype=np.int32)
+    assert _capsules.check_offsets(_address(values), 4, 4, 0, 3, 1, 2) == -1
+    for args in ((_address(values), 4, 4, 0), (_address(values), 4, 4, 0, 3, 1, 2, 0)):
+        with pytest.raises(TypeError, match="check_offsets expects"):
+            _capsules.check_offsets(*args)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
