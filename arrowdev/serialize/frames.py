@@ -453,10 +453,11 @@ class _Rebuilder:
 def _received_plan(header: dict[str, Any], frames: list[tuple[int, int]], used: dict[int, list[int]],
                    device: list[int]) -> tuple[dict[str, Any], list[tuple[int, int]]] | None:
     """(header, spans) sending a received object on: its nodes over the buffers it was built on. None where a
-    frame became two different buffers (one frame rebased twice): then it is planned."""
+    frame became two different buffers (one frame rebased twice) or none (no node names it: the object does not
+    keep it alive, and a plan over it would read freed memory): then it is planned."""
     spans = []
     for index, (address, nbytes) in enumerate(frames):
-        addresses = set(used.get(index, [address]))
+        addresses = set(used.get(index, ()))
         if len(addresses) != 1:
             return None
         spans.append((addresses.pop(), nbytes))
