@@ -14,11 +14,13 @@ CLOCK_MONOTONIC, one clock for both processes):
 - torch: ``Queue.put`` of the tensor (its CUDA IPC handle, reference counter and event), ``Queue.get`` in the
   consumer (the tensor rebuilt over the mapped allocation), the kernel; then the drop.
 
-Medians over ``--runs`` after a warm-up. Goal: arrowdev's handoff no slower than torch's. The lease
-overhead per handoff is measured apart in the consumer: a lease and its release on the connection kept idle
-since the last (what a handoff pays), on a connection another lease holds open, and with a connection made for
-it (connect, greeting, lease, release, close: what a handoff paid before idle connections were kept). torch's part is
-skipped, saying so, where torch is not installed.
+The two libraries' handoffs alternate, pair by pair (the first of each pair alternating too), so both see the
+machine as it is at that moment; medians over ``--runs`` pairs after a warm-up of each, and the ratio of each
+pair's two handoffs (median, quartiles, how many pairs arrowdev won). Goal: arrowdev's handoff no slower than
+torch's. The lease overhead per handoff is measured apart in the consumer: a lease and its release on the
+connection kept idle since the last (what a handoff pays), on a connection another lease holds open, and with a
+connection made for it (connect, greeting, lease, release, close: what a handoff paid before idle connections were
+kept). torch's part is skipped, saying so, where torch is not installed.
 """
 
 from __future__ import annotations
@@ -133,66 +135,97 @@ def _torch_consumer(tensors, results) -> None:  # noqa: ANN001 - torch.multiproc
     torch.cuda.synchronize()
 
 
-def run_arrowdev(n: int, runs: int) -> tuple[list[dict[str, float]], tuple[float, float, float]]:
-    import numpy as np
-    import pyarrow as pa
+class ArrowdevSide:
+    """arrowdev's exporter here and its consumer process: :meth:`handoff` hands a fresh view of the table over."""
 
-    import arrowdev as ad
+    def __init__(self, n: int) -> None:
+        import numpy as np
+        import pyarrow as pa
 
-    table = ad.table({"x": pa.array(np.arange(n, dtype=np.float64))}).to_device()
-    want = float(n * (n - 1) // 2)
-    ctx = multiprocessing.get_context("spawn")
-    mine, theirs = ctx.Pipe()
-    consumer = ctx.Process(target=_arrowdev_consumer, args=(theirs,))
-    consumer.start()
-    rows = []
-    for i in range(runs + 1):
-        view = table.slice(0)  # a new object each time: a fresh export, not the cached bytes of the last
+        import arrowdev as ad
+
+        self.table = ad.table({"x": pa.array(np.arange(n, dtype=np.float64))}).to_device()
+        self.want = float(n * (n - 1) // 2)
+        ctx = multiprocessing.get_context("spawn")
+        self.pipe, theirs = ctx.Pipe()
+        self.consumer = ctx.Process(target=_arrowdev_consumer, args=(theirs,))
+        self.consumer.start()
+
+    def handoff(self) -> dict[str, float]:
+        view = self.table.slice(0)  # a new object each time: a fresh export, not the cached bytes of the last
         start = time.perf_counter()
         data = view.export_ipc()
         exported = time.perf_counter()
-        mine.send_bytes(data)
-        got, imported, kernel, dropped, total = mine.recv()
-        assert total == want, (total, want)
+        self.pipe.send_bytes(data)
+        got, imported, kernel, dropped, total = self.pipe.recv()
+        assert total == self.want, (total, self.want)
         del view
-        if i:  # the first is a warm-up
-            rows.append({"export_ms": (exported - start) * 1e3, "import_ms": (imported - got) * 1e3,
-                         "kernel_ms": (kernel - imported) * 1e3, "handoff_ms": (kernel - start) * 1e3,
-                         "drop_ms": (dropped - kernel) * 1e3})
-    mine.send_bytes(b"")
-    mine.send_bytes(table.export_ipc())
-    leases = mine.recv()
-    consumer.join()
-    return rows, leases
+        return {"export_ms": (exported - start) * 1e3, "import_ms": (imported - got) * 1e3,
+                "kernel_ms": (kernel - imported) * 1e3, "handoff_ms": (kernel - start) * 1e3,
+                "drop_ms": (dropped - kernel) * 1e3}
+
+    def close(self) -> tuple[float, float, float]:
+        """Ends the consumer after its lease round trips (see :func:`_lease_pairs`)."""
+        self.pipe.send_bytes(b"")
+        self.pipe.send_bytes(self.table.export_ipc())
+        leases = self.pipe.recv()
+        self.consumer.join()
+        return leases
 
 
-def run_torch(n: int, runs: int) -> list[dict[str, float]] | None:
-    try:
+class TorchSide:
+    """torch.multiprocessing's sender here and its consumer process, handing a fresh view of one tensor over."""
+
+    def __init__(self, n: int) -> None:
         import torch
         import torch.multiprocessing as tmp
+
+        self.tensor = torch.arange(n, dtype=torch.float64, device="cuda")
+        self.want = float(n * (n - 1) // 2)
+        ctx = tmp.get_context("spawn")
+        self.tensors, self.results = ctx.Queue(), ctx.Queue()
+        self.consumer = ctx.Process(target=_torch_consumer, args=(self.tensors, self.results))
+        self.consumer.start()
+
+    def handoff(self) -> dict[str, float]:
+        view = self.tensor[:]  # a new tensor each time, as arrowdev's view
+        start = time.perf_counter()
+        self.tensors.put(view)
+        got, kernel, dropped, total = self.results.get()
+        assert total == self.want, (total, self.want)
+        del view
+        return {"put_get_ms": (got - start) * 1e3, "kernel_ms": (kernel - got) * 1e3,
+                "handoff_ms": (kernel - start) * 1e3, "drop_ms": (dropped - kernel) * 1e3}
+
+    def close(self) -> None:
+        self.tensors.put(None)
+        self.consumer.join()
+
+
+Rows = list[dict[str, float]]
+
+
+def run(n: int, runs: int) -> tuple[Rows, Rows | None, tuple[float, float, float]]:
+    """Handoffs of both libraries in turn, the first of each pair alternating (so neither always follows the
+    other, and both see the machine as it is at that moment), after a warm-up of each: (arrowdev's rows, torch's
+    rows or None without torch, the lease round trips)."""
+    ours = ArrowdevSide(n)
+    try:
+        theirs: TorchSide | None = TorchSide(n)
     except ImportError as e:
         print(f"torch is not installed ({e}): its part is skipped")
-        return None
-    tensor = torch.arange(n, dtype=torch.float64, device="cuda")
-    want = float(n * (n - 1) // 2)
-    ctx = tmp.get_context("spawn")
-    tensors, results = ctx.Queue(), ctx.Queue()
-    consumer = ctx.Process(target=_torch_consumer, args=(tensors, results))
-    consumer.start()
-    rows = []
-    for i in range(runs + 1):
-        view = tensor[:]  # a new tensor each time, as arrowdev's view
-        start = time.perf_counter()
-        tensors.put(view)
-        got, kernel, dropped, total = results.get()
-        assert total == want, (total, want)
-        del view
-        if i:
-            rows.append({"put_get_ms": (got - start) * 1e3, "kernel_ms": (kernel - got) * 1e3,
-                         "handoff_ms": (kernel - start) * 1e3, "drop_ms": (dropped - kernel) * 1e3})
-    tensors.put(None)
-    consumer.join()
-    return rows
+        theirs = None
+    sides = [ours.handoff] + ([theirs.handoff] if theirs is not None else [])
+    for handoff in sides:  # warm-up
+        handoff()
+    mine, torch_rows = [], []
+    for i in range(runs):
+        for handoff in (sides if i % 2 == 0 else sides[::-1]):
+            (mine if handoff == ours.handoff else torch_rows).append(handoff())
+    leases = ours.close()
+    if theirs is not None:
+        theirs.close()
+    return mine, (torch_rows if theirs is not None else None), leases
 
 
 def _medians(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -216,22 +249,28 @@ def main() -> None:
     n = int(args.gib * (1 << 30)) // 8
     machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"{machine}: {n * 8 / (1 << 30):.2f} GiB ({n} float64 values), {args.runs} handoffs each, medians")
-    ours, (warm_us, idle_us, cold_us) = run_arrowdev(n, args.runs)
+    ours, theirs, (warm_us, idle_us, cold_us) = run(n, args.runs)
     mine = _medians(ours)
     print(f"arrowdev: handoff {mine['handoff_ms']:.2f} ms = export {mine['export_ms']:.2f} + pipe and import "
           f"{mine['handoff_ms'] - mine['export_ms'] - mine['kernel_ms']:.2f} (import_ipc {mine['import_ms']:.2f}) "
           f"+ first kernel {mine['kernel_ms']:.2f}; drop {mine['drop_ms']:.2f} ms")
     print(f"lease overhead per handoff: {idle_us:.1f} us (lease + release on the idle connection kept), "
           f"{warm_us:.1f} us (connection held by another lease), {cold_us:.1f} us (a connection made for it)")
-    theirs = run_torch(n, args.runs)
-    rows = [{"library": "arrowdev", **mine, "lease_us_open": warm_us, "lease_us_idle": idle_us, "lease_us_connect": cold_us}]
+    rows = [{"library": "arrowdev", **mine, "lease_us_open": warm_us, "lease_us_idle": idle_us,
+             "lease_us_connect": cold_us}]
     if theirs is not None:
         torch_m = _medians(theirs)
         print(f"torch:    handoff {torch_m['handoff_ms']:.2f} ms = put and get {torch_m['put_get_ms']:.2f} + first "
               f"kernel {torch_m['kernel_ms']:.2f}; drop {torch_m['drop_ms']:.2f} ms")
         ratio = mine["handoff_ms"] / torch_m["handoff_ms"]
-        print(f"arrowdev / torch handoff: {ratio:.2f} (goal <= 1: {'met' if ratio <= 1 else 'not met'})")
-        rows.append({"library": "torch", **torch_m})
+        paired = sorted(a["handoff_ms"] / t["handoff_ms"] for a, t in zip(ours, theirs))
+        quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
+        print(f"arrowdev / torch handoff: {ratio:.2f} (goal <= 1: {'met' if ratio <= 1 else 'not met'}); "
+              f"the handoffs pair by pair: median {statistics.median(paired):.2f}, quartiles {quartiles[0]:.2f}-"
+              f"{quartiles[2]:.2f}, arrowdev faster in {sum(r <= 1 for r in paired)} of {len(paired)}")
+        rows.append({"library": "torch", **torch_m, "paired_ratio_median": statistics.median(paired),
+                     "paired_ratio_q1": quartiles[0], "paired_ratio_q3": quartiles[2],
+                     "pairs_arrowdev_faster": sum(r <= 1 for r in paired), "pairs": len(paired)})
     record.write(args.json, "bench_ipc", machine, rows, gib=args.gib, runs=args.runs)
 
 
