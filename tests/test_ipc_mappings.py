@@ -112,6 +112,26 @@ def test_threads_acquiring_and_releasing_one_handle_open_it_once(handles):
     assert ipc_mappings.stats() == {"mappings_open": 1, "mappings_idle": 1}
 
 
+def test_a_finalizer_releasing_another_mapping_during_a_close_does_not_deadlock(handles, monkeypatch):
+    """Closing a mapping can run the garbage collector, whose finalizers release other imports on the same thread:
+    the lock must let that thread in again."""
+    monkeypatch.setattr(ipc_mappings, "IDLE_SECONDS", 0)
+    other = handles.acquire("bb")
+    close = handles.close_handle
+
+    def close_and_finalize(base: int, device_id: int) -> None:
+        close(base, device_id)
+        if other.users:
+            ipc_mappings.release([other])  # what an _Imported's __del__ does
+
+    handles.close_handle = close_and_finalize
+    worker = threading.Thread(target=lambda: ipc_mappings.release([handles.acquire("aa")]), daemon=True)
+    worker.start()
+    worker.join(5)
+    assert not worker.is_alive(), "deadlocked"
+    assert sorted(handles.closed) == ["aa", "bb"] and ipc_mappings.stats()["mappings_open"] == 0
+
+
 _IMPORT_TWICE = """
 import arrowdev as ad
 data = open(sys.argv[1], "rb").read()

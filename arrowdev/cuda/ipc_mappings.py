@@ -7,7 +7,8 @@ Invariants:
 
 - A mapping's users are counted: :func:`acquire` adds one, :func:`release` takes it away; a mapping with users is
   never closed. One lock guards the counts, the idle list and every open and close, so a handle is never opened
-  twice nor opened while its close is under way.
+  twice nor opened while its close is under way. The lock is reentrant: an open or a close may run the garbage
+  collector, whose finalizers release other imports on the same thread.
 - Keeping a mapping reads nothing: an import reads the memory only while it holds a lease (:mod:`.ipc`). A handle
   names one allocation: one made later, even at the same address, has another handle, so a kept mapping is never
   taken for a new allocation's (UCX's mapping cache relies on the same).
@@ -27,7 +28,7 @@ from typing import Any
 IDLE_SECONDS = 1.0  # a mapping without users stays open this long for the next import of its allocation
 IDLE_KEPT = 16  # and only the ones used last
 
-_wake = threading.Condition(threading.Lock())
+_wake = threading.Condition(threading.RLock())
 _open: dict[tuple[str, int], Mapping] = {}  # (handle, device) -> mapping, with users or idle
 _idle: collections.OrderedDict[tuple[str, int], float] = collections.OrderedDict()  # key -> deadline, oldest first
 _reaper: threading.Thread | None = None
@@ -90,7 +91,7 @@ def release(mappings: list[Mapping], keep: bool = True) -> None:
             closing.append(_idle.popitem(last=False)[0])
         for key in closing:
             _idle.pop(key, None)
-            _open.pop(key).close()
+            _close(key)
         if _idle:
             _start_reaper()
             _wake.notify()
@@ -106,8 +107,16 @@ def close_idle() -> None:
     """Closes every idle mapping now (at exit; tests)."""
     with _wake:
         for key in list(_idle):
-            del _idle[key]
-            _open.pop(key).close()
+            _idle.pop(key, None)
+            _close(key)
+
+
+def _close(key: tuple[str, int]) -> None:
+    """Closes the mapping of ``key`` if it is still open and nobody took it again (the caller holds the lock)."""
+    mapping = _open.get(key)
+    if mapping is not None and not mapping.users:
+        del _open[key]
+        mapping.close()
 
 
 def _start_reaper() -> None:
@@ -123,8 +132,8 @@ def _reap() -> None:
         while True:
             now = time.monotonic()
             for key in [key for key, deadline in _idle.items() if deadline <= now]:
-                del _idle[key]
-                _open.pop(key).close()
+                _idle.pop(key, None)
+                _close(key)
             _wake.wait(min(_idle.values()) - now if _idle else None)
 
 
