@@ -215,13 +215,14 @@ def run(n: int, runs: int) -> tuple[Rows, Rows | None, tuple[float, float, float
     except ImportError as e:
         print(f"torch is not installed ({e}): its part is skipped")
         theirs = None
-    sides = [ours.handoff] + ([theirs.handoff] if theirs is not None else [])
-    for handoff in sides:  # warm-up
-        handoff()
-    mine, torch_rows = [], []
+    mine: Rows = []
+    torch_rows: Rows = []
+    sides = [(ours, mine)] + ([(theirs, torch_rows)] if theirs is not None else [])
+    for side, _ in sides:  # warm-up
+        side.handoff()
     for i in range(runs):
-        for handoff in (sides if i % 2 == 0 else sides[::-1]):
-            (mine if handoff == ours.handoff else torch_rows).append(handoff())
+        for side, rows in (sides if i % 2 == 0 else sides[::-1]):
+            rows.append(side.handoff())
     leases = ours.close()
     if theirs is not None:
         theirs.close()

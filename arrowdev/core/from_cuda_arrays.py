@@ -4,10 +4,10 @@ A 1-D contiguous device array becomes a one-chunk array over the same memory, wh
 object alive. The CAI ``stream`` becomes the array's sync event (an event recorded on that stream); a
 ``stream`` of None or none at all is taken as the legacy default stream, since arrowdev reads on streams of its
 own that do not wait for it and numba's ``to_device`` says None while its copy from pageable memory can still be
-in flight (CUDA returns from such a copy once the bytes are staged). A CAI ``mask`` becomes the validity bitmap (a packing copy, as is a bool array's data: Arrow stores bits,
-the array stores bytes). Strided or multi-dimensional input is refused with a message that says how to
-make it contiguous. The export side (views of a column for these libraries) is
-:mod:`arrowdev.interop.cuda_arrays`.
+in flight (CUDA returns from such a copy once the bytes are staged). A CAI ``mask`` becomes the validity bitmap
+(a packing copy, as is a bool array's data: Arrow stores bits, the array stores bytes). Strided or
+multi-dimensional input is refused with a message that says how to make it contiguous. The export side (views of
+a column for these libraries) is :mod:`arrowdev.interop.cuda_arrays`.
 """
 
 from __future__ import annotations

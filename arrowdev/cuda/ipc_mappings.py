@@ -89,8 +89,7 @@ def release(mappings: list[Mapping], keep: bool = True) -> None:
                 closing.append(key)
         while len(_idle) > IDLE_KEPT:
             closing.append(_idle.popitem(last=False)[0])
-        for key in closing:
-            _idle.pop(key, None)
+        for key in closing:  # none of them is idle any more
             _close(key)
         if _idle:
             _start_reaper()
