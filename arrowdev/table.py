@@ -48,11 +48,7 @@ class ArrowTable:
 
     def __init__(self, columns: list[ArrowColumn] | None, num_rows: int, metadata: Any = None,
                  batches: list[Any] | None = None, schema: DataType | None = None) -> None:
-        for col in columns or ():
-            if len(col) != num_rows:
-                raise ValueError(f"expected every column to have {num_rows} rows, got {len(col)} in {col.name!r}")
-        if columns and len({(c.device_type, c.device_id) for col in columns for c in _chunked.chunks(col)}) > 1:
-            raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
+        chunked = self._check_columns(columns, num_rows) if columns else False
         if columns is None and (batches is None or schema is None):
             raise ValueError("expected columns, or record batches and their schema")
         self._column_list = None if columns is None else list(columns)  # None: made from the batches on demand
@@ -60,7 +56,29 @@ class ArrowTable:
         self._metadata = metadata
         self._batches = batches  # the record batches to export, built lazily when None
         self._schema = schema  # the struct type, built lazily when None
-        self._take_class()
+        if chunked or batches is not None:
+            self._take_class()
+        else:  # columns of one chunk (or none) each: one record batch at most
+            self.__class__ = ArrowTable
+
+    @staticmethod
+    def _check_columns(columns: list[ArrowColumn], num_rows: int) -> bool:
+        """Checks that every column has ``num_rows`` rows and that all lie on one device, in one pass over
+        the chunks (this runs for every table a UDF call or ``append_column`` makes); True when a column has
+        more than one chunk."""
+        where, chunked = set(), False
+        for col in columns:
+            held = _chunked.chunks(col)
+            rows = 0
+            for c in held:
+                rows += c.length
+                where.add((c.device_type, c.device_id))
+            if rows != num_rows:
+                raise ValueError(f"expected every column to have {num_rows} rows, got {rows} in {col.name!r}")
+            chunked = chunked or len(held) > 1
+        if len(where) > 1:
+            raise ValueError(f"expected columns on one device, got {sorted({c.device for c in columns})}")
+        return chunked
 
     def _take_class(self) -> None:
         """Becomes a table of several batches, which offers only the stream protocols (as

@@ -165,6 +165,35 @@ def test_import_from_cupy_is_zero_copy_and_keeps_the_source(cupy):
     assert col.to_pylist() == list(range(10))
 
 
+class _Owner:
+    """A CUDA Array Interface producer that can be watched (weakref) for when arrowdev lets it go."""
+
+    def __init__(self, array):
+        self.array = array
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.array.__cuda_array_interface__
+
+
+def test_a_copy_to_the_host_lets_its_source_go_once_the_host_has_waited_for_it(cupy):
+    import weakref
+
+    owner = _Owner(cupy.arange(1 << 16, dtype=cupy.int64))
+    watched = weakref.ref(owner)
+    col = ad.column(owner)
+    del owner
+    slow = cupy.cuda.Stream(non_blocking=True)
+    slow_write(cupy, cupy.empty(1, dtype=cupy.int64), slow)  # the copy below queues behind ~0.1 s of spinning
+    host = col.to_host(stream=slow)
+    del col
+    gc.collect()
+    assert watched() is not None  # the queued copy still reads it
+    assert host.to_pylist()[-3:] == [65533, 65534, 65535]  # the host waits for the copy here
+    gc.collect()
+    assert watched() is None  # ... and lets the source go then, not at some later arrowdev call
+
+
 def test_import_refuses_strided_and_2d(cupy):
     with pytest.raises(ValueError, match="contiguous"):
         ad.column(cupy.arange(10)[::2])

@@ -289,6 +289,9 @@ def release_finished() -> None:
     del states  # what fired is dropped outside the lock: buffers' __del__ takes it
 
 
+runtime.after_host_waits.append(release_finished)
+
+
 def memory_stats() -> dict[str, int]:
     """arrowdev's device memory accounting.
 

@@ -26,6 +26,10 @@ _free_events: dict[int, list[Any]] = {}  # device id -> CuPy events no array hol
 _recorded_on_own_stream: dict[int, int] = {}
 # stream pointer -> the capture.Graph being captured on it (cuda/capture.py); empty but while one is open
 captures: dict[int, Any] = {}
+# Called after the host has waited for producers' events (memory.py adds its release of what fired): what a
+# copy kept alive for its event (the source column, through memory.keep_until) is let go as soon as the host
+# knows the copy is done, not at some later arrowdev call (a producer's release ran late, or not before exit).
+after_host_waits: list[Any] = []
 
 
 _cupy: Any = None  # the cupy module, once it has been found usable (it is asked for on every GPU call)
@@ -170,9 +174,14 @@ def wait_on_events(stream: Any, events: Iterable[int]) -> None:
 def synchronize_events(events: Iterable[int]) -> None:
     """Blocks the host until every producer event (``cudaEvent_t*``) has fired, each distinct event once (the
     chunks of a table copied in one batch share one: a table of many chunks would wait on it per chunk)."""
+    waited = False
     for handle in dict.fromkeys(_event_handle(address) for address in events):
         if handle:
             synchronize_event_handle(handle)
+            waited = True
+    if waited:
+        for hook in after_host_waits:
+            hook()
 
 
 def synchronize_event_handle(handle: int) -> None:
