@@ -2,13 +2,21 @@
 and ``import_ipc`` wrapped in timers (medians over the handoffs, microseconds), and the first kernel split into
 its parts, in the exporter and a consumer process, as benchmarks/bench_ipc.py hands a table over.
 
-    python3 benchmarks/probes/ipc_handoff_parts.py [--gib 1.0] [--runs 40]
+    python3 benchmarks/probes/ipc_handoff_parts.py [--gib 1.0] [--runs 40] [--profile DIR]
+
+``--profile DIR``: instead of the timers, cProfile around every ``export_ipc`` (the exporter) and every
+``import_ipc`` and drop (the consumer), the functions by their own time written to DIR/ipc_profile_export.txt and
+DIR/ipc_profile_import.txt.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import cProfile
+import os
+import pstats
 import functools
 import multiprocessing
 import statistics
@@ -80,13 +88,27 @@ def _after_the_first_kernel(cupy, column, own) -> dict[str, float]:  # noqa: ANN
     return spent
 
 
-def _consumer(conn) -> None:  # noqa: ANN001
+def _profiled(profile: cProfile.Profile | None) -> contextlib.AbstractContextManager:
+    return profile if profile is not None else contextlib.nullcontext()
+
+
+def _write_profile(profile: cProfile.Profile | None, directory: str | None, side: str) -> None:
+    if profile is None or directory is None:
+        return
+    with open(os.path.join(directory, f"ipc_profile_{side}.txt"), "w") as fh:
+        pstats.Stats(profile, stream=fh).sort_stats("tottime").print_stats(45)
+        pstats.Stats(profile, stream=fh).sort_stats("cumtime").print_stats(45)
+
+
+def _consumer(conn, profile_dir) -> None:  # noqa: ANN001
     import cupy
 
     import arrowdev as ad
 
     spent: collections.defaultdict[str, float] = collections.defaultdict(float)
-    _wrap(IMPORT_STEPS, spent)
+    profile = cProfile.Profile() if profile_dir else None
+    if profile is None:
+        _wrap(IMPORT_STEPS, spent)
     rows = []
     own = cupy.zeros(1 << 27)  # 1 GiB of the consumer's own memory, for the same sum
     while True:
@@ -95,7 +117,8 @@ def _consumer(conn) -> None:  # noqa: ANN001
             break
         spent.clear()
         t0 = time.perf_counter()
-        table = ad.import_ipc(data)
+        with _profiled(profile):
+            table = ad.import_ipc(data)
         t1 = time.perf_counter()
         column = table.column(0)
         t2 = time.perf_counter()
@@ -107,11 +130,13 @@ def _consumer(conn) -> None:  # noqa: ANN001
         t4b = time.perf_counter()
         after = _after_the_first_kernel(cupy, column, own)
         t5 = time.perf_counter()
-        del table, column, view
+        with _profiled(profile):
+            del table, column, view
         t6 = time.perf_counter()
         rows.append({"import_ipc": t1 - t0, **spent, "table.column(0)": t2 - t1, "cupy.asarray(column)": t3 - t2,
                      "sum launched": t4 - t3, "sum finished (float)": t4b - t4, "drop": t6 - t5, **after})
         conn.send(total)
+    _write_profile(profile, profile_dir, "import")
     conn.send(_medians(rows[1:]))
 
 
@@ -119,6 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--profile", default=None, metavar="DIR", help="cProfile instead of the timers, into DIR")
     args = parser.parse_args()
     import numpy as np
     import pyarrow as pa
@@ -128,17 +154,20 @@ def main() -> None:
     n = int(args.gib * (1 << 30)) // 8
     table = ad.table({"x": pa.array(np.arange(n, dtype=np.float64))}).to_device()
     spent: collections.defaultdict[str, float] = collections.defaultdict(float)
-    _wrap(EXPORT_STEPS, spent)
+    profile = cProfile.Profile() if args.profile else None
+    if profile is None:
+        _wrap(EXPORT_STEPS, spent)
     ctx = multiprocessing.get_context("spawn")
     mine, theirs = ctx.Pipe()
-    consumer = ctx.Process(target=_consumer, args=(theirs,))
+    consumer = ctx.Process(target=_consumer, args=(theirs, args.profile))
     consumer.start()
     rows = []
     for _ in range(args.runs + 1):
         view = table.slice(0)
         spent.clear()
         start = time.perf_counter()
-        data = view.export_ipc()
+        with _profiled(profile):
+            data = view.export_ipc()
         rows.append({"export_ipc": time.perf_counter() - start, **spent})
         mine.send_bytes(data)
         mine.recv()
@@ -149,6 +178,7 @@ def main() -> None:
     print("consumer:")
     print(mine.recv())
     consumer.join()
+    _write_profile(profile, args.profile, "export")
 
 
 if __name__ == "__main__":
