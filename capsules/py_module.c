@@ -15,11 +15,14 @@
  *   py_values     the checks of values in received host buffers (count_set, check_offsets, ...:
  *                 values.c, for arrowdev/serialize/values.py); uses nothing of the binding
  *   py_capsule    capsule destructors and helpers, InvalidArrowError, the keep-alive hook
- *   ---------     the core (container.c, check.c, format.c, schema.c, stream.c; values.c): no Python
+ *   ---------     the core (container.c, check.c, format.c, schema.c, stream.c; values.c; kernel_slots.c, the CPU
+ *                 kernels' per-thread slots, whose functions kernel_slots_addresses hands to the UDF compiler): no
+ *                 Python
  *
  * Capsules follow the PyCapsule interface (py_capsule.h).
  */
 #include "container.h"
+#include "kernel_slots.h"
 #include "py_array.h"
 #include "py_build.h"
 #include "py_capsule.h"
@@ -39,6 +42,11 @@ static PyObject* ownership_stats(PyObject* module, PyObject* unused) {
                        (long long)atomic_load(&g_stats.built_nodes), "live_node_blocks",
                        (long long)atomic_load(&g_stats.node_blocks), "live_schema_copies",
                        (long long)atomic_load(&g_stats.schema_blocks));
+}
+
+static PyObject* kernel_slots_addresses(PyObject* module, PyObject* unused) {
+  return Py_BuildValue("(NN)", PyLong_FromVoidPtr((void*)(uintptr_t)&kernel_arena_slot),
+                       PyLong_FromVoidPtr((void*)(uintptr_t)&kernel_failed_slot));
 }
 
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
@@ -75,6 +83,9 @@ static PyMethodDef module_methods[] = {
     {"copy_schema", copy_schema, METH_O, "a deep copy of an arrow_schema capsule, checked first (InvalidArrowError)"},
     {"capsule_name", capsule_name, METH_O, "a capsule's name ('' if unnamed), or None for other objects"},
     {"ownership_stats", ownership_stats, METH_NOARGS, "the native core's counters"},
+    {"kernel_slots_addresses", kernel_slots_addresses, METH_NOARGS,
+     "(kernel_arena_slot, kernel_failed_slot): the addresses of the functions CPU UDF kernels call for this thread's "
+     "slots (kernel_slots.h)"},
     FAST(count_set, "count_set(bitmap, bit_offset, length): set bits (values.h)"),
     FAST(check_offsets, "check_offsets(address, width, n, low, high[, split_bytes, threads]): -1, or the first "
                         "bad offset (values.h)"),

@@ -47,7 +47,9 @@ def compile_kernel(f: Callable | UDF, spec: KernelSpec) -> Any:
 
         namespace["udf"] = numba.njit(error_model="numpy")(probe.prepared(udf.f))
         namespace["half_to_float"] = numba.njit(codegen.half_to_float)
-        kernel = numba.njit(error_model="numpy")(_exec(codegen.kernel_source(spec), namespace))
+        # without the GIL: engines call a UDF from several threads at once (DuckDB), and a string-making kernel
+        # keeps its arena in the calling thread's slots (strings/managed.py)
+        kernel = numba.njit(error_model="numpy", nogil=True)(_exec(codegen.kernel_source(spec), namespace))
     # numba asks this hook before compiling a signature and hands it what it compiled (cache.py)
     kernel._cache = cache.KernelCache(cache.entry_key(udf, ("kernel", spec)), spec.target)
     with _lock:

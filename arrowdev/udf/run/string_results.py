@@ -351,7 +351,7 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
     else:
         import numba
 
-        compiler = numba.njit
+        compiler = numba.njit(nogil=True)  # engines gather from several threads at once (DuckDB)
     exec(compile(sources[target], f"<arrowdev {name}>", "exec"), namespace)
     kernel = compiler(namespace[entry])
     kernel._cache = cache.KernelCache(cache.fixed_key((name, target)), target)

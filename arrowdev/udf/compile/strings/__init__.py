@@ -52,6 +52,10 @@ class _Targets(dict):
             from .refcounts import install_in_line_counts
 
             install_in_line_counts()
+        else:  # the CPU kernels' per-thread slots, which their code calls by this name
+            from .managed import register_cpu_slots
+
+            register_cpu_slots()
         register_typing(target)
         intrinsics = register_lowering(target)
         target.install()  # into this target's contexts only: numba's global registries get nothing

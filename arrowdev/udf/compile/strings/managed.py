@@ -4,8 +4,11 @@ slices that share a MemInfo, and per-row failure flags. Lowered for one numba ta
 How an operation finds the arena. A UDF's signature is the user's, so it cannot carry the arena. The kernel
 calls ``begin_row(state)`` before the UDF: it stores the address of the launch's arena state in
 ``arrowdev_arena_state``, a variable every module of the kernel shares (a per-block ``__shared__`` variable on
-CUDA, so concurrent launches of one kernel never see each other's arena; a module global on the CPU, where a
-kernel runs holding the GIL), and clears the row's failure flag.
+CUDA, so concurrent launches of one kernel never see each other's arena), and clears the row's failure flag. On
+the CPU, whose kernels release the GIL and so run in several threads at once, both live in the calling thread's
+slots, which the native core keeps (``capsules/kernel_slots.h``: numba's JIT cannot allocate thread-local
+variables): the code calls ``arrowdev_arena_state_slot`` and ``arrowdev_row_failed_slot`` (their addresses
+registered with LLVM by :func:`register_cpu_slots`) where it needs them.
 
 Arena state (int64[4], written by the host): base address, capacity, bytes claimed (an atomic counter that
 keeps counting past the capacity, so the host learns what a re-run needs), allocator (0: the arena; 1: one
@@ -56,25 +59,57 @@ class _Shared:
         self.t = string_types()
         self.cgutils = target.cgutils
         self.cuda = target.name == "cuda"
-        self.i8, self.i64 = ir.IntType(8), ir.IntType(64)
+        self.i8, self.i32, self.i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
         self.state_ptr_t = self.i64.as_pointer()
 
     def state_slot(self, builder: Any) -> Any:
+        if not self.cuda:
+            return _cpu_slot(builder, CPU_ARENA_SLOT, self.state_ptr_t)
         return _global(builder, "arrowdev_arena_state", self.state_ptr_t, self.cuda)
 
     def row_flag(self, builder: Any) -> Any:
         from llvmlite import ir
 
-        i64 = self.i64
-        flags_t = ir.ArrayType(self.i8, MAX_THREADS_PER_BLOCK if self.cuda else 1)
-        flags = _global(builder, "arrowdev_row_failed", flags_t, self.cuda)
-        if self.cuda:
-            from numba.cuda import nvvmutils
+        if not self.cuda:
+            return _cpu_slot(builder, CPU_FAILED_SLOT, self.i8)
+        from numba.cuda import nvvmutils
 
-            lane = builder.zext(nvvmutils.call_sreg(builder, "tid.x"), i64)
-        else:
-            lane = i64(0)
+        i64 = self.i64
+        flags = _global(builder, "arrowdev_row_failed", ir.ArrayType(self.i8, MAX_THREADS_PER_BLOCK), self.cuda)
+        lane = builder.zext(nvvmutils.call_sreg(builder, "tid.x"), i64)
         return builder.gep(flags, [i64(0), lane])
+
+
+# the native core's kernel_arena_slot and kernel_failed_slot as the CPU kernels call them; probe.py tells a UDF that
+# makes strings or fails rows by these names in its code (the CUDA globals' names are their prefixes)
+CPU_ARENA_SLOT, CPU_FAILED_SLOT = "arrowdev_arena_state_slot", "arrowdev_row_failed_slot"
+
+
+def register_cpu_slots() -> None:
+    """Makes the CPU slot functions known to numba's JIT, before a CPU kernel that makes strings or fails rows is
+    compiled or loaded from the cache."""
+    from llvmlite import binding
+
+    from .... import _capsules
+
+    arena_slot, failed_slot = _capsules.kernel_slots_addresses()
+    binding.add_symbol(CPU_ARENA_SLOT, arena_slot)
+    binding.add_symbol(CPU_FAILED_SLOT, failed_slot)
+
+
+def _cpu_slot(builder: Any, name: str, slot_t: Any) -> Any:
+    """The address of this thread's slot ``name`` (of ``slot_t``), from the native core. The call is declared free
+    of side effects and reading no memory, so LLVM keeps one per function where it can."""
+    from llvmlite import ir
+
+    module = builder.module
+    try:
+        fn = module.get_global(name)
+    except KeyError:
+        fn = ir.Function(module, ir.FunctionType(slot_t.as_pointer(), []), name)
+        fn.attributes.add("nounwind")
+        fn.attributes.add("readnone")
+    return builder.call(fn, [])
 
 
 def register_managed(target: Any) -> dict[str, Any]:
@@ -168,7 +203,7 @@ def _allocation_intrinsics(target: Any, env: _Shared) -> dict[str, Any]:
         counter = builder.gep(state, [i64(int(ArenaWord.CLAIMED))])
         if cuda:
             claimed = _warp_claim(builder, counter, total)
-        else:  # a CPU kernel runs in one thread (holding the GIL): a plain add, no atomic
+        else:  # a CPU launch runs in one thread, with an arena of its own: a plain add, no atomic
             claimed = builder.load(counter)
             builder.store(builder.add(claimed, total), counter)
         capacity = builder.load(builder.gep(state, [i64(int(ArenaWord.CAPACITY))]))
