@@ -157,8 +157,20 @@ def _arrow_type(out_type: Any) -> Any:
     import polars as pl
 
     if isinstance(out_type, pl.DataType) or isinstance(out_type, type) and issubclass(out_type, pl.DataType):
-        return pl.Series([], dtype=out_type).to_arrow().type
+        try:
+            return _arrow_of_polars(out_type)
+        except TypeError:  # a dtype that cannot be hashed: asked of Polars each time
+            return pl.Series([], dtype=out_type).to_arrow().type
     return out_type
+
+
+@functools.lru_cache(maxsize=64)
+def _arrow_of_polars(dtype: Any) -> Any:
+    """The Arrow type of a Polars dtype, as Polars converts an empty Series of it (kept: an expression written
+    inline with ``out_type`` asked Polars each query, about 10 us)."""
+    import polars as pl
+
+    return pl.Series([], dtype=dtype).to_arrow().type
 
 
 def polars_dtype(arrow_type: Any) -> Any:

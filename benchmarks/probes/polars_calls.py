@@ -1,6 +1,8 @@
 """Probe (CPU): what a Polars query with an arrowdev UDF costs at small sizes, beside Polars' own. For a one-column
 and a two-column numeric UDF over 10^4 rows: the query with Polars' native expression, with an identity
-``map_batches`` (Polars' own cost of calling Python), with ``ad.polars.udf`` by column names and through a struct;
+``map_batches`` (Polars' own cost of calling Python), with the NumPy function a user writes by hand for it (the
+two-column UDF's vectorized form: the same Python call and a new Series), with ``ad.polars.udf`` by column names
+and through a struct;
 best and median microseconds, and the process's CPU time over wall time (above 1: Polars' other threads were
 busy meanwhile); then the direct call of the UDF as Polars makes it, outside a query. The figures behind
 docs/hosts.md's small-batch Polars notes. Run it also with ``POLARS_MAX_THREADS=1``.
@@ -27,6 +29,11 @@ def piecewise(x):
 
 def two_columns(x, y):
     return x * y if x > 0.5 else y
+
+
+def two_columns_numpy(series):
+    x, y = series[0].to_numpy(), series[1].to_numpy()
+    return pl.Series(np.where(x > 0.5, x * y, y))
 
 
 def timed(fn, calls: int) -> tuple[float, float, float]:
@@ -58,6 +65,8 @@ def main() -> None:
         "two columns, native": lambda: df.select(pl.when(x > 0.5).then(x * y).otherwise(y)),
         "two columns, identity map_batches": lambda: df.select(
             pl.map_batches(["x", "y"], lambda s: s[0], return_dtype=pl.Float64)),
+        "two columns, NumPy map_batches": lambda: df.select(
+            pl.map_batches(["x", "y"], two_columns_numpy, return_dtype=pl.Float64)),
         "two columns, arrowdev": lambda: df.select(ad.polars.udf(two_columns, "x", "y")),
         "two columns, arrowdev through a struct": lambda: df.select(
             pl.struct("x", "y").map_batches(ad.polars.udf(two_columns))),
