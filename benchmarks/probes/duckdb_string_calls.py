@@ -1,0 +1,109 @@
+"""Probe (CPU): what a string-making DuckDB function costs, arrowdev's against the same work done by PyArrow's
+compute functions (``bench_hosts.PYARROW``), for bench_hosts.py's string UDFs:
+
+1. one call on a vector of 2048 rows outside DuckDB (the function DuckDB calls, as ``ad.duckdb.register`` makes
+   it, against PyArrow's functions on the same PyArrow array): best and median microseconds;
+2. ``SELECT sum(length(f(s))) FROM t`` over ``--rows`` rows on one DuckDB thread and on ``--threads`` (identity,
+   PyArrow's functions, arrowdev; best of 5 after a warm-up), with each one's ratio to the identity.
+
+    python3 benchmarks/probes/duckdb_string_calls.py [--rows 1000000] [--threads 2] [--udfs upper! concat replace]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import pyarrow as pa
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_hosts import PYARROW, UDFS, make_table  # noqa: E402
+
+import arrowdev as ad  # noqa: E402
+import arrowdev.duckdb  # noqa: E402,F401
+
+
+class _Capturing:
+    """A DuckDB connection that keeps the functions registered through it (the one ``ad.duckdb.register`` makes)."""
+
+    def __init__(self, con: Any) -> None:
+        self.con, self.functions = con, {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+    def create_function(self, name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        self.functions[name] = fn
+        return self.con.create_function(name, fn, *args, **kwargs)
+
+
+def _times(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
+    for _ in range(20):
+        fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1e6, statistics.median(times) * 1e6
+
+
+def one_vector(udf: str, calls: int) -> None:
+    import duckdb
+
+    con = _Capturing(duckdb.connect())
+    ad.duckdb.register(con, "f", UDFS[udf][0], ["VARCHAR"])
+    vector = pa.chunked_array([make_table(2048).column("s").combine_chunks()])
+    mine, theirs = _times(lambda: con.functions["f"](vector), calls), _times(lambda: PYARROW[udf](vector), calls)
+    print(f"{udf:8s} one 2048-row call: arrowdev {mine[0]:6.1f} / {mine[1]:6.1f} us (best / median), "
+          f"PyArrow {theirs[0]:6.1f} / {theirs[1]:6.1f}; arrowdev / PyArrow {mine[0] / theirs[0]:4.2f} (best)")
+
+
+def queries(udf: str, table: pa.Table, threads: int) -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    con.sql(f"SET threads={threads}")
+    con.register("source", table)
+    con.sql("CREATE TABLE t AS SELECT * FROM source")
+    ad.duckdb.register(con, "arrowdev", UDFS[udf][0], ["VARCHAR"])
+    con.create_function("pyarrow_arrow", PYARROW[udf], ["VARCHAR"], "VARCHAR", type="arrow", null_handling="special")
+    con.create_function("identity", lambda a: a, ["VARCHAR"], "VARCHAR", type="arrow", null_handling="special")
+    best = {}
+    for name in ("identity", "pyarrow_arrow", "arrowdev"):
+        sql = f"SELECT sum(length({name}(s))) FROM t"
+        con.sql(sql).fetchall()
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            con.sql(sql).fetchall()
+            runs.append(time.perf_counter() - start)
+        best[name] = min(runs) * 1e3
+    print(f"{udf:8s} {threads} DuckDB thread(s): identity {best['identity']:6.1f} ms, "
+          f"PyArrow {best['pyarrow_arrow']:6.1f} ({best['pyarrow_arrow'] / best['identity']:4.2f}x), "
+          f"arrowdev {best['arrowdev']:6.1f} "
+          f"({best['arrowdev'] / best['identity']:4.2f}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads of the second query run")
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--udfs", nargs="+", default=list(PYARROW), choices=list(PYARROW))
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    for udf in args.udfs:
+        one_vector(udf, args.calls)
+    table = make_table(args.rows)
+    for udf in args.udfs:
+        for threads in (1, args.threads):
+            queries(udf, table, threads)
+
+
+if __name__ == "__main__":
+    main()
