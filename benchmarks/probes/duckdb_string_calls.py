@@ -2,7 +2,9 @@
 compute functions (``bench_hosts.PYARROW``), for bench_hosts.py's string UDFs:
 
 1. one call on a vector of 2048 rows outside DuckDB (the function DuckDB calls, as ``ad.duckdb.register`` makes
-   it, against PyArrow's functions on the same PyArrow array): best and median microseconds;
+   it, against PyArrow's functions on the same PyArrow array): best and median microseconds; then the mean call
+   split into arrowdev's kernel, its gather into the output, and the rest (the Python around them), timed around
+   the prepared call's kernel and ``string_results.gather_with_offsets``;
 2. ``SELECT sum(length(f(s))) FROM t`` over ``--rows`` rows on one DuckDB thread and on ``--threads`` (identity,
    PyArrow's functions, arrowdev; best of 5 after a warm-up), with each one's ratio to the identity.
 
@@ -25,6 +27,7 @@ from bench_hosts import PYARROW, UDFS, make_table  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
 import arrowdev.duckdb  # noqa: E402,F401
+from arrowdev.udf.run import prepared_host, string_results  # noqa: E402
 
 
 class _Capturing:
@@ -61,6 +64,39 @@ def one_vector(udf: str, calls: int) -> None:
     mine, theirs = _times(lambda: con.functions["f"](vector), calls), _times(lambda: PYARROW[udf](vector), calls)
     print(f"{udf:8s} one 2048-row call: arrowdev {mine[0]:6.1f} / {mine[1]:6.1f} us (best / median), "
           f"PyArrow {theirs[0]:6.1f} / {theirs[1]:6.1f}; arrowdev / PyArrow {mine[0] / theirs[0]:4.2f} (best)")
+    print(f"{udf:8s} {_split(lambda: con.functions['f'](vector), calls)}")
+
+
+def _split(call: Callable[[], Any], calls: int) -> str:
+    """The mean of ``calls`` calls split into the prepared string calls' kernels, their gathers and the rest."""
+    spent = {"kernel": 0.0, "gather": 0.0}
+
+    def timed(fn: Callable, key: str) -> Callable:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+        return wrapper
+    prepared = [c for c in prepared_host._calls.values() if isinstance(c, prepared_host.HostStringCall)]
+    kernels = [c.kernel for c in prepared]
+    gather = string_results.gather_with_offsets
+    for c in prepared:
+        c.kernel = timed(c.kernel, "kernel")
+    string_results.gather_with_offsets = timed(gather, "gather")
+    try:
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        total = (time.perf_counter() - start) / calls * 1e6
+    finally:
+        for c, kernel in zip(prepared, kernels):
+            c.kernel = kernel
+        string_results.gather_with_offsets = gather
+    kernel, gather_us = spent["kernel"] / calls * 1e6, spent["gather"] / calls * 1e6
+    return (f"mean call {total:6.1f} us: kernel {kernel:5.1f}, gather {gather_us:4.1f}, "
+            f"the rest (Python) {total - kernel - gather_us:5.1f}")
 
 
 def queries(udf: str, table: pa.Table, threads: int) -> None:
