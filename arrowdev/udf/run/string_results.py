@@ -74,18 +74,10 @@ class Arena:
         self.mem, self.capacity, self.meminfos, self.last_claimed = mem, capacity, 0, 0
         _, self.base, self._bytes = mem.scratch(max(capacity, 1), np.uint8)
         allocator = ALLOCATOR_DEVICE_MALLOC if device_malloc_for_benchmarks and mem.gpu else ALLOCATOR_ARENA
-        if mem.gpu:
-            state = np.zeros(STATE_WORDS, dtype=np.int64)
-            state[[ArenaWord.BASE, ArenaWord.CAPACITY, ArenaWord.CLAIMED, ArenaWord.ALLOCATOR]] = [self.base, capacity,
-                                                                                              0, allocator]
-            self.state = _on(mem, state)
-            self.state_address = _address(mem, self.state)
-        else:  # a CPU call over a DuckDB vector makes one arena a call: the state in one step
-            words = [0] * STATE_WORDS
-            words[ArenaWord.BASE], words[ArenaWord.CAPACITY] = self.base, capacity
-            words[ArenaWord.ALLOCATOR] = allocator
-            self.state = np.array(words, dtype=np.int64)
-            self.state_address = self.state.ctypes.data
+        words = [0] * STATE_WORDS  # CLAIMED starts at 0
+        words[ArenaWord.BASE], words[ArenaWord.CAPACITY], words[ArenaWord.ALLOCATOR] = self.base, capacity, allocator
+        self.state = _on(mem, np.array(words, dtype=np.int64))
+        self.state_address = _address(mem, self.state)
         _count(arenas_live=1, arena_bytes_live=capacity)
 
     def reset(self) -> None:

@@ -34,17 +34,18 @@ from .numba_types import string_types
 MAX_THREADS_PER_BLOCK = 1024
 
 
-def _global(builder: Any, name: str, ty: Any, cuda: bool) -> Any:
-    """The module's ``name`` variable, declared linkonce_odr so every module of one kernel shares it."""
+def _shared_global(builder: Any, name: str, ty: Any) -> Any:
+    """The module's ``name`` variable in CUDA shared memory (one per block), declared linkonce_odr so every module
+    of one kernel shares it (the CPU's slots are the calling thread's instead: :func:`_cpu_slot`)."""
     from llvmlite import ir
 
     module = builder.module
     try:
         return module.get_global(name)
     except KeyError:
-        gv = ir.GlobalVariable(module, ty, name, addrspace=3 if cuda else 0)
+        gv = ir.GlobalVariable(module, ty, name, addrspace=3)
         gv.linkage = "linkonce_odr"
-        gv.initializer = ir.Constant(ty, ir.Undefined if cuda else None)
+        gv.initializer = ir.Constant(ty, ir.Undefined)
         gv.align = 8
         return gv
 
@@ -59,13 +60,13 @@ class _Shared:
         self.t = string_types()
         self.cgutils = target.cgutils
         self.cuda = target.name == "cuda"
-        self.i8, self.i32, self.i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+        self.i8, self.i64 = ir.IntType(8), ir.IntType(64)
         self.state_ptr_t = self.i64.as_pointer()
 
     def state_slot(self, builder: Any) -> Any:
         if not self.cuda:
             return _cpu_slot(builder, CPU_ARENA_SLOT, self.state_ptr_t)
-        return _global(builder, "arrowdev_arena_state", self.state_ptr_t, self.cuda)
+        return _shared_global(builder, "arrowdev_arena_state", self.state_ptr_t)
 
     def row_flag(self, builder: Any) -> Any:
         from llvmlite import ir
@@ -75,7 +76,7 @@ class _Shared:
         from numba.cuda import nvvmutils
 
         i64 = self.i64
-        flags = _global(builder, "arrowdev_row_failed", ir.ArrayType(self.i8, MAX_THREADS_PER_BLOCK), self.cuda)
+        flags = _shared_global(builder, "arrowdev_row_failed", ir.ArrayType(self.i8, MAX_THREADS_PER_BLOCK))
         lane = builder.zext(nvvmutils.call_sreg(builder, "tid.x"), i64)
         return builder.gep(flags, [i64(0), lane])
 
