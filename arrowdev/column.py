@@ -131,7 +131,7 @@ class ArrowColumn(_capsules.ColumnCore):
     def buffers(self) -> list[BufferInfo]:
         """Every buffer of every node (top, children depth first, then the dictionary) of every
         chunk, with the bytes the node uses from the buffer's start."""
-        read, device = reader_for(self.device), self.device
+        read, device = _chunked.read(self), self.device  # after the producers (C7): offsets may be in flight
         out: list[BufferInfo] = []
         for i, chunk in enumerate(self._chunks):
             out.extend(layout.node_buffers(self._type, layout.Node.of(chunk), "", i, read, device))

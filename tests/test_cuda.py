@@ -194,6 +194,47 @@ def test_a_copy_to_the_host_lets_its_source_go_once_the_host_has_waited_for_it(c
     assert watched() is None  # ... and lets the source go then, not at some later arrowdev call
 
 
+class _OnStream:
+    """A CAI producer over ``array``'s memory, read as ``typestr``, whose data is ready after ``stream``'s work."""
+
+    def __init__(self, array, typestr, stream):
+        self.array, self.typestr, self.stream = array, typestr, stream
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (self.array.nbytes,), "typestr": self.typestr, "data": (self.array.data.ptr, False),
+                "version": 3, "strides": None, "stream": self.stream.ptr}
+
+
+def test_bools_from_a_cuda_array_are_packed_after_their_producers_stream(cupy):
+    """Bools (a byte each) become Arrow's bits by a copy on the producer's stream, after its work: made on CuPy's
+    current stream, that copy read the bytes before the producer wrote them, and the event consumers waited on
+    did not cover it (half the bits of 2**28 bools came out wrong)."""
+    slow = cupy.cuda.Stream(non_blocking=True)
+    raw = cupy.zeros(4096, dtype=cupy.int64)
+    slow_write(cupy, raw, slow)  # i + 1000 into every item, after ~0.1 s
+    col = ad.column(_OnStream(raw, "|b1", slow))
+    want = (np.arange(4096, dtype="<i8") + 1000).view(np.uint8) != 0
+    assert col.to_pylist() == want.tolist()
+
+
+def test_reads_of_a_columns_offsets_and_bitmaps_wait_for_its_copy(cupy):
+    """``nbytes`` reads a string column's last offset, and ``__cuda_array_interface__``'s mask unpacks the
+    bitmap: both after the copy that writes them (queued here behind ~0.1 s of spinning), not on CUDA's
+    legacy stream, which does not wait for it."""
+    strings = pa.array([None if i % 7 == 3 else "x" * (i % 50) for i in range(20_000)])
+    numbers = pa.array([None if i % 5 == 2 else i for i in range(20_000)], pa.int64())
+    slow = cupy.cuda.Stream(non_blocking=True)
+    slow_write(cupy, cupy.empty(1, dtype=cupy.int64), slow)
+    on_gpu = ad.column(strings).to_device(stream=slow)
+    assert on_gpu.nbytes == ad.column(strings).nbytes
+    slow_write(cupy, cupy.empty(1, dtype=cupy.int64), slow)
+    col = ad.column(numbers).to_device(stream=slow)
+    mask = cupy.asarray(col.__cuda_array_interface__["mask"])
+    cupy.cuda.runtime.deviceSynchronize()
+    assert cupy.asnumpy(mask).tolist() == [i % 5 != 2 for i in range(20_000)]
+
+
 def test_import_refuses_strided_and_2d(cupy):
     with pytest.raises(ValueError, match="contiguous"):
         ad.column(cupy.arange(10)[::2])

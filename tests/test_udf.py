@@ -374,6 +374,32 @@ def _check_property(device, values, start, chunk):
 
 
 @pytest.mark.gpu
+def test_nulls_of_several_inputs_are_combined_on_the_calls_stream_behind_its_queued_work():
+    """The validity of a row-wise UDF over several nullable columns (the AND of their bitmaps) is computed on the
+    call's stream: it once ran on CUDA's legacy stream, which does not wait for a non-blocking one, so it read
+    the unpacked bitmaps before the kernels writing them had run, and rows came back null at random (1 run in 8
+    of tests/test_udf_cache.py's warm-cache script). Here the call's stream is held back by ~0.1 s of spinning,
+    so anything queued elsewhere runs first, every time."""
+    import cupy
+
+    from support.slow_write import slow_write
+
+    rng = np.random.default_rng(7)
+    n = 100_000
+    a = pa.array(rng.integers(-50, 50, n), mask=rng.random(n) < 0.3)
+    b = pa.chunked_array([pa.array(rng.integers(0, 9, n // 2), mask=rng.random(n // 2) < 0.3),
+                          pa.array(rng.integers(0, 9, n - n // 2), mask=rng.random(n - n // 2) < 0.3)])
+    tbl = ad.table({"a": pa.chunked_array([a.slice(0, 3), a.slice(3)]), "b": b}).to_device()
+    f = lambda a, b: a * b if a > 0 else b  # noqa: E731
+    want = reference(f, a.to_pylist(), b.to_pylist())
+    slow = cupy.cuda.Stream(non_blocking=True)
+    for _ in range(3):
+        slow_write(cupy, cupy.empty(1, dtype=cupy.int64), slow)
+        out = tbl.apply(f, columns=["a", "b"], stream=slow)
+        assert out.to_pylist() == want
+
+
+@pytest.mark.gpu
 def test_gpu_threads_launching_the_same_new_kernel_at_once_all_get_right_values():
     """numba-cuda loads a kernel's module into the context at its first launch, unguarded: two threads that
     launched one new kernel at once both loaded it, and one failed with "key already in dictionary:

@@ -56,9 +56,10 @@ def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
     keep: list[Any] = [obj]
     stream = cai.get("stream")
     producer = runtime.external_stream(LEGACY_DEFAULT_STREAM if stream is None else stream, device_id)
-    event = runtime.SyncEvent(producer, device_id)  # the data is ready once this stream's work is done
-    keep.append(event)
-    with cp.cuda.Device(device_id):
+    # the bits made below are queued on the producer's stream, after the data they read: the event recorded
+    # after them says when both are ready (made on CuPy's current stream, legacy by default, they were read
+    # on arrowdev's non-blocking stream before they were written: half the bits of 2**28 bools came out wrong)
+    with cp.cuda.Device(device_id), producer:
         validity, null_count = 0, 0
         mask = cai.get("mask")
         if mask is not None:
@@ -71,6 +72,8 @@ def from_cuda_array_interface(obj: Any) -> tuple[DataType, list[Any]]:
             bits = _packed_bits(cp, cp.ndarray(n, cp.bool_, cp.cuda.MemoryPointer(unowned, 0)))
             address = bits.data.ptr
             keep.append(bits)
+    event = runtime.SyncEvent(producer, device_id)  # the data is ready once this stream's work is done
+    keep.append(event)
     import pyarrow as pa
 
     arrow_type = DataType.from_arrow(pa.from_numpy_dtype(dtype))

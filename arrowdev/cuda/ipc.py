@@ -173,6 +173,9 @@ def _shareable(col: Any, chunks: list[Any], device: Device) -> tuple[list[Any], 
     dtype = _chunked.dtype(col)
     items = [(dtype, held, held.null_count, read, 0) for held in chunks]
     copies = transfer.copy_chunks(items, device, device)
+    # the copies are queued on arrowdev's stream, and an importer (another process, or this one's checks) reads
+    # them with nothing to wait on: they are done before the handle is handed out
+    runtime.synchronize_events([held.sync_event for held in copies])
     return copies, [layout.Node.of(held) for held in copies]
 
 

@@ -67,6 +67,7 @@ def cuda_array_interface(col: ArrowColumn) -> dict[str, Any]:
     stream = runtime.stream_for(col.device.id)
     events = _chunked.sync_events(col)
     runtime.wait_on_events(stream, events)
+    mask = _mask(col, held, stream) if col.null_count else None
     # with no producer to wait for and nothing queued on arrowdev's stream the data is ready: no stream is named,
     # which spares the consumer a wait (CuPy synchronises a named stream)
     ready = not events and stream.done
@@ -78,17 +79,18 @@ def cuda_array_interface(col: ArrowColumn) -> dict[str, Any]:
         "strides": None,
         "version": 3,
         "stream": None if ready else stream.ptr,
-        "mask": _mask(col, held) if col.null_count else None,
+        "mask": mask,
     }
 
 
-def _mask(col: ArrowColumn, held: Any) -> Any:
-    """Validity as CAI wants it: one byte per row, a view-producing object (a copy of the bits)."""
+def _mask(col: ArrowColumn, held: Any, stream: Any) -> Any:
+    """Validity as CAI wants it: one byte per row, a view-producing object (a copy of the bits), made on
+    ``stream`` (arrowdev's, which waits for the column's producers and which the interface names)."""
     from ..gpu import runtime
 
     cp = runtime.cupy()
     first, end = held.offset // 8, (held.offset + held.length + 7) // 8
-    with cp.cuda.Device(col.device.id):
+    with cp.cuda.Device(col.device.id), stream:
         mem = cp.cuda.UnownedMemory(held.buffers[0] + first, end - first, col, col.device.id)
         bits = cp.ndarray(end - first, cp.uint8, cp.cuda.MemoryPointer(mem, 0))
         start = held.offset - 8 * first

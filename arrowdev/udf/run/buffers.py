@@ -140,15 +140,24 @@ class Memory:
         bitmap[byte:byte + nbytes] = np.packbits(array, bitorder="little")
         return int(np.count_nonzero(array))
 
-    def unpack_validity(self, held: Any, count: int) -> Any:
-        """One byte per row (1 = valid) of a chunk's validity."""
+    def valid_in_all(self, helds: list[Any], count: int) -> Any:
+        """One byte per row, 1 where the row is valid in every one of the chunks ``helds`` (each has a validity
+        bitmap). On a GPU every step is queued on this call's stream: an operator applied to CuPy arrays outside
+        :meth:`on_device` runs on CUDA's legacy stream, which does not wait for this one (it read the unpacked
+        bitmaps before the kernels writing them had run: rows came back null at random)."""
+        xp = self.cp if self.gpu else np
+        with self.on_device():
+            combined = self._unpack_validity(xp, helds[0], count)
+            for held in helds[1:]:
+                xp.bitwise_and(combined, self._unpack_validity(xp, held, count), out=combined)
+            return combined
+
+    def _unpack_validity(self, xp: Any, held: Any, count: int) -> Any:
+        """One byte per row (1 = valid) of a chunk's validity (inside :meth:`on_device` on a GPU)."""
         first, end = held.offset // 8, (held.offset + count + 7) // 8
         bits = self.view(held.buffers[0] + first, end - first, np.uint8, held)
         start = held.offset - 8 * first
-        if self.gpu:
-            with self.on_device():
-                return self.cp.unpackbits(self.cp.asarray(bits), bitorder="little")[start:start + count]
-        return np.unpackbits(np.asarray(bits), bitorder="little")[start:start + count]
+        return xp.unpackbits(xp.asarray(bits), bitorder="little")[start:start + count]
 
 
 class HostScratch:

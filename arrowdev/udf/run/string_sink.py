@@ -273,8 +273,8 @@ class Pipeline:
         self.parity ^= 1
         cp.cuda.runtime.memcpyAsync(self.lengths.ptr + 8 * k, self.totals.data.ptr + 8 * self.parity, 8,
                                     cp.cuda.runtime.memcpyDeviceToHost, mem.stream.ptr)
-        event = cp.cuda.Event(disable_timing=True)
-        with mem.on_device():
+        with mem.on_device():  # an event belongs to the device current when it is made: the stream's
+            event = cp.cuda.Event(disable_timing=True)
             event.record(mem.stream)
         self.seen.append((start + b, event))
 

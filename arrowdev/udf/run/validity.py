@@ -29,9 +29,7 @@ def merge_validity(output: ChunkOutput, nullable: list[Input], share: bool) -> N
         output.null_count = source.null_count
         output.keep.append(source.held)
     elif nullable:
-        combined = mem.unpack_validity(nullable[0].held, n)
-        for x in nullable[1:]:
-            combined = combined & mem.unpack_validity(x.held, n)
+        combined = mem.valid_in_all([x.held for x in nullable], n)
         validity, packed, valid_rows = mem.pack_bits(combined, n, count_ones=True)
         output.keep.append(packed)
         output.validity, output.null_count = validity, n - valid_rows if valid_rows >= 0 else -1
