@@ -207,9 +207,10 @@ class _OnStream:
 
 
 def test_bools_from_a_cuda_array_are_packed_after_their_producers_stream(cupy):
-    """Bools (a byte each) become Arrow's bits by a copy on the producer's stream, after its work: made on CuPy's
-    current stream, that copy read the bytes before the producer wrote them, and the event consumers waited on
-    did not cover it (half the bits of 2**28 bools came out wrong)."""
+    """Bools (a byte each) become Arrow's bits by a copy queued on the producer's stream, after its work, and the
+    event consumers wait on is recorded after that copy. (It was made on CuPy's current stream after the event:
+    a copy of 2**28 bools read the bits while they were written, half of them wrong. This test checks the order
+    against a producer still writing; it passed on that code too, where the import had waited for the producer.)"""
     slow = cupy.cuda.Stream(non_blocking=True)
     raw = cupy.zeros(4096, dtype=cupy.int64)
     slow_write(cupy, raw, slow)  # i + 1000 into every item, after ~0.1 s
