@@ -125,6 +125,28 @@ def balanced():
         assert after[key] == before[key], f"{key}: {before[key]} before, {after[key]} after"
 
 
+HOLD_STREAM = os.environ.get("ARROWDEV_TEST_HOLD_STREAM", "")  # "", "legacy" or "arrowdev"
+
+
+@pytest.fixture(autouse=True)
+def _stream_held_for_gpu_tests(request):
+    """With ``ARROWDEV_TEST_HOLD_STREAM=legacy`` (or ``arrowdev``), every GPU test starts behind ~0.1 s of a spinning
+    kernel on CUDA's legacy stream (or arrowdev's stream of GPU 0): work that arrowdev queues on a stream other
+    than the one its readers wait on then runs in the wrong order every time, where otherwise it did once in
+    many runs (docs/device.md, "Sync events": the AND of a row-wise UDF's bitmaps on the legacy stream)."""
+    if HOLD_STREAM not in ("legacy", "arrowdev") or "gpu" not in request.keywords:
+        yield
+        return
+    import cupy
+
+    from arrowdev.gpu import runtime
+    from support.slow_write import slow_write
+
+    stream = cupy.cuda.Stream.null if HOLD_STREAM == "legacy" else runtime.stream_for(0)
+    slow_write(cupy, cupy.empty(1, dtype=cupy.int64), stream)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _gpu_tests_do_not_leak(request):
     """Every GPU test runs inside ad.debug.leak_check(): containers, exports, device and pinned
