@@ -56,9 +56,16 @@ class PolarsUDF:
             raise TypeError(f"expected the Series Polars passes to map_batches, got extra arguments "
                             f"{[*args, *kwargs]}")
         inputs = list(series) if isinstance(series, (list, tuple)) else [series]
-        if len(inputs) == 1 and isinstance(inputs[0].dtype, pl.Struct):  # pl.struct("a", "b").map_batches
+        dtypes = [s.dtype for s in inputs]  # each a new object from Polars: asked once
+        if len(inputs) == 1 and isinstance(dtypes[0], pl.Struct):  # pl.struct("a", "b").map_batches
             inputs = inputs[0].struct.unnest().get_columns()  # struct.field() builds a query per field: 25 us each
-        names, shown = [s.name for s in inputs], [str(s.dtype) for s in inputs]
+            dtypes = [s.dtype for s in inputs]
+        if return_dtype is not None and self._numbers(inputs, dtypes):
+            # numbers without nulls: zero-copy NumPy arrays, straight to a prepared call
+            values = self.udf.numpy_call([s.to_numpy() for s in inputs])
+            if values is not None:
+                return pl.Series(inputs[0].name, values)  # zero-copy: the Series holds the array
+        names, shown = [s.name for s in inputs], [str(dtype) for dtype in dtypes]
         if return_dtype is None:
             key = (names[0], tuple(shown), len(inputs[0]))
             planned = self._plans.get(key)
@@ -68,10 +75,6 @@ class PolarsUDF:
                     self._plans.clear()
                 self._plans[key] = planned
             return planned
-        if self._numbers(inputs):  # numbers without nulls: zero-copy NumPy arrays, straight to a prepared call
-            values = self.udf.numpy_call([s.to_numpy() for s in inputs])
-            if values is not None:
-                return pl.Series(names[0], values)  # zero-copy: the Series holds the array
         # the stream capsule, not the Series: Polars' attribute lookups of the protocols it lacks are slow
         streams = [s.__arrow_c_stream__() for s in inputs]
         result = self.udf(streams, names, shown)
@@ -79,11 +82,12 @@ class PolarsUDF:
             result = result.to_host()
         return pl.Series(names[0], result)
 
-    def _numbers(self, inputs: list[Any]) -> bool:
+    def _numbers(self, inputs: list[Any], dtypes: list[Any]) -> bool:
         """Whether every input is a Series of numbers without nulls in one chunk (``to_numpy`` is zero-copy) and
-        the UDF runs where the data is."""
+        the UDF runs where the data is (``dtypes``: the inputs' dtypes)."""
+        numbers = _numbers()
         return self.udf.device in (None, "cpu") and all(
-            s.dtype in _numbers() and s.n_chunks() == 1 and not s.null_count() for s in inputs)
+            type(dtype) in numbers and s.n_chunks() == 1 and not s.null_count() for s, dtype in zip(inputs, dtypes))
 
     def _planned(self, inputs: list[Any], names: list[str], shown: list[str], rows: int) -> Any:
         """Polars' planning call: the result type from the inputs' types (the UDF compiled for them, not run
@@ -145,7 +149,9 @@ def _elementwise() -> dict[str, bool]:
 
 @functools.cache
 def _numbers() -> frozenset:
-    """Polars' dtypes of numbers, whose Series without nulls ``to_numpy`` hands over zero-copy."""
+    """Polars' dtype classes of numbers, whose Series without nulls ``to_numpy`` hands over zero-copy (a Series'
+    dtype is an instance of one: its class is looked up by identity, where an instance's own hash and ``==`` are
+    Python code)."""
     import polars as pl
 
     return frozenset([pl.Float32, pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32,
