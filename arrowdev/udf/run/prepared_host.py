@@ -305,13 +305,27 @@ class HostStringCall(HostCall):
             return None
         import pyarrow as pa
 
-        _, out = self.strings([tuple(b.address if b is not None else 0 for b in buffers) for buffers in held],
-                              offsets, n)
+        made = self._made([tuple(b.address if b is not None else 0 for b in buffers) for buffers in held], offsets, n)
+        arrow_type, arrays, addresses, keep, bitmap, null_count = made
+        if arrays is not None:  # straight from the NumPy arrays (the held array's export and import cost 3x)
+            bits = pa.py_buffer(bitmap) if bitmap is not None else None
+            return pa.Array.from_buffers(out_type, n, [bits, *(pa.py_buffer(a) for a in arrays)], null_count)
+        out = _capsules.build(arrow_type, n, null_count, 0, addresses, [], device_type=_CPU, device_id=self.mem.device.id,
+                              keepalive=keep)
         return pa.Array._import_from_c_capsule(*out.export_pair(False))
 
     def strings(self, buffers: list[tuple[int, ...]], offsets: list[int], n: int) -> tuple[DataType, Any]:
         """(type, held array) of the strings the UDF makes over ``n`` rows of inputs given by their buffers'
         addresses and offsets (a row the kernel flags, null in or failed, is null)."""
+        arrow_type, _, addresses, keep, _, null_count = self._made(buffers, offsets, n)
+        return arrow_type, _capsules.build(arrow_type, n, null_count, 0, addresses, [], device_type=_CPU,
+                                           device_id=self.mem.device.id, keepalive=keep)
+
+    def _made(self, buffers: list[tuple[int, ...]], offsets: list[int],
+              n: int) -> tuple[DataType, tuple[np.ndarray, np.ndarray] | None, list[int], list[Any], Any, int]:
+        """The strings the UDF makes over ``n`` rows (:meth:`strings`): (type, the offsets and data arrays where
+        they were made exactly sized or None, the buffers' addresses with the validity's first, what the array
+        must keep, the validity bitmap or None, the null count)."""
         pairs = self.recycled.take(2 * n, _I64)
         flags = self.recycled.take(n, _U8) if self.plan.spec.flags else _STAND_IN
         args: list[Any] = [0, pairs, flags]
@@ -327,9 +341,10 @@ class HostStringCall(HostCall):
 
         arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True)
         keep: list[Any] = []
-        exact = self._offsets_and_data(pairs, n, keep)
+        exact = self._offsets_and_data(pairs, n)
         if exact is not None:
-            arrow_type, out_buffers = self.arrow_type, exact
+            keep += exact
+            arrow_type, out_buffers = self.arrow_type, [_address(a) for a in exact]
         else:  # string_view, or string data past what int32 offsets address: the chunk's sink (as execute.py)
             learned = results.output_per_row(self.key)  # int64 offsets from the start where it says so
             sink = StringSink(self.mem, n, self.plan.string_out, 1, learned and learned[1])
@@ -337,21 +352,20 @@ class HostStringCall(HostCall):
             arrow_type, out_buffers = sink.finish(keep)
             results.remember_output(self.key, sink.nbytes(), sum(sink.used), n)
         del arena  # its strings copied out (the pairs point into it until here)
-        validity, null_count = 0, 0
+        validity, null_count, bitmap = 0, 0, None
         if flags is not _STAND_IN:
             null_count = n - int(np.count_nonzero(flags))
             if null_count:
                 bitmap = np.packbits(flags, bitorder="little")
                 keep.append(bitmap)
                 validity = _address(bitmap)
-        return arrow_type, _capsules.build(arrow_type, n, null_count, 0, [validity, *out_buffers], [],
-                                           device_type=_CPU, device_id=self.mem.device.id, keepalive=keep)
+        return arrow_type, exact, [validity, *out_buffers], keep, bitmap, null_count
 
-    def _offsets_and_data(self, pairs: np.ndarray, n: int, keep: list[Any]) -> list[int] | None:
-        """The addresses of a ``string`` or ``large_string`` output's offsets and data, exactly sized, gathered
-        from the kernel's (address, size) pairs in one pass (what the chunk's :class:`StringSink` does for one
-        batch, without its generality: a DuckDB vector's call spent a quarter of its time there); appends the
-        buffers to ``keep``. None for ``string_view`` and for ``string`` data past what int32 offsets address."""
+    def _offsets_and_data(self, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """A ``string`` or ``large_string`` output's offsets and data, exactly sized, gathered from the kernel's
+        (address, size) pairs in one pass (what the chunk's :class:`StringSink` does for one batch, without its
+        generality: a DuckDB vector's call spent a quarter of its time there). None for ``string_view`` and for
+        ``string`` data past what int32 offsets address."""
         string_out = self.plan.string_out
         if string_out == "string_view":
             return None
@@ -364,9 +378,8 @@ class HostStringCall(HostCall):
         data = np.empty(max(nbytes, 1), _U8)
         data_address = _address(data)
         results.gather_with_offsets(n, pairs, offsets, 0, 0, data_address)
-        keep += (offsets, data)
         results.remember_output(self.key, nbytes + offsets.nbytes, nbytes, n)
-        return [_address(offsets), data_address]
+        return offsets, data
 
 
 def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
