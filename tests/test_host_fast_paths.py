@@ -270,6 +270,51 @@ def test_pyarrow_runner_for_bools():
     assert got.to_pylist() == want.tolist()
 
 
+def test_pyarrow_runner_for_string_udfs():
+    """UDFs that make strings get a runner too: batches of strings (and numbers) without nulls go straight to the
+    prepared call, sliced ones at their offsets; a batch with nulls, of another type, or after a closure value
+    changed goes the general way; rows the UDF fails are null. Every result against the Python function."""
+    from arrowdev.integrations.batches import HostUDF
+
+    suffix = "!"
+
+    def shout(s, k):
+        return s.upper() + suffix * k if k >= 0 else s[k:]
+
+    udf = HostUDF(shout, host="test")
+    words = ["ab", "été", "", "xyz" * 5, "Ça"]
+    s = pa.array([words[i % 5] for i in range(2048)])
+    k = pa.array(np.arange(2048, dtype=np.int64) % 4 - 1)
+
+    def check(s, k):
+        got = udf.pyarrow_call([s, k])
+        if got is None:  # the first batch of a layout: the general path prepares it
+            got = pa.array(udf([s, k], ["s", "k"], ["string", "int64"]))
+        assert got.to_pylist() == reference(shout, s.to_pylist(), k.to_pylist())
+        return got
+
+    for _ in range(3):
+        check(s, k)
+    assert udf.runner is not None
+    assert udf.runner([s, k], False).to_pylist() == reference(shout, s.to_pylist(), k.to_pylist())
+    check(s.slice(7, 1500), k.slice(3, 1500))  # offsets of their own
+    check(pa.array([None if i % 9 == 0 else v for i, v in enumerate(s.to_pylist())]), k)
+    suffix = "?"  # the closure's value: part of the UDF's identity
+    check(s, k)
+    large = check(s.cast(pa.large_string()), k)  # another type: another kernel
+    assert large.type == pa.string()
+
+    fails = HostUDF(lambda s: s + "!" if len(s) < 4 else s[10], host="test")  # s[10] fails: the row is null
+    t = pa.array([("ab", "abcdef", "xyz" * 5)[i % 3] for i in range(2048)])
+    for _ in range(3):
+        got = fails.pyarrow_call([t])
+        if got is None:
+            got = pa.array(fails([t], ["s"], ["string"]))
+    assert fails.runner is not None
+    assert got.to_pylist() == [w + "!" if len(w) < 4 else w[10] if len(w) > 10 else None for w in t.to_pylist()]
+    assert got.null_count == sum(1 for w in t.to_pylist() if 4 <= len(w) <= 10)
+
+
 @pytest.mark.parametrize("f", [lambda s: s.replace("a", "b"), lambda s: s.replace("ab", "X"),
                                lambda s: s.replace("a", "XYZ"), lambda s: s + "!"], ids=["same", "shorter", "longer",
                                                                                          "concat"])

@@ -303,10 +303,15 @@ class HostStringCall(HostCall):
     def pyarrow_array(self, held: list[Any], offsets: list[int], nulls: list[int], n: int, out_type: Any) -> Any:
         if not self.takes(n):
             return None
+        return self.pyarrow_from([tuple(b.address if b is not None else 0 for b in buffers) for buffers in held],
+                                 offsets, n, out_type)
+
+    def pyarrow_from(self, buffers: list[tuple[int, ...]], offsets: list[int], n: int, out_type: Any) -> Any:
+        """The PyArrow array (of ``out_type``) of the strings the UDF makes over ``n`` rows of inputs given by their
+        buffers' addresses and offsets (:meth:`strings`)."""
         import pyarrow as pa
 
-        made = self._made([tuple(b.address if b is not None else 0 for b in buffers) for buffers in held], offsets, n)
-        arrow_type, arrays, addresses, keep, bitmap, null_count = made
+        arrow_type, arrays, addresses, keep, bitmap, null_count = self._made(buffers, offsets, n)
         if arrays is not None:  # straight from the NumPy arrays (the held array's export and import cost 3x)
             bits = pa.py_buffer(bitmap) if bitmap is not None else None
             return pa.Array.from_buffers(out_type, n, [bits, *(pa.py_buffer(a) for a in arrays)], null_count)
@@ -390,6 +395,8 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
     types, no nulls, one length, CPU memory), then :meth:`HostCall.compute` and the array. None from ``run`` where
     a check fails (the general path takes the batch), and no ``run`` where ``call``'s inputs are not numbers or
     bools without nulls or its UDF decides nulls itself."""
+    if isinstance(call, HostStringCall):
+        return _string_runner(call, f, types, out_type)
     if not call.plain_numbers():
         return None
     import pyarrow as pa
@@ -417,6 +424,41 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
             offsets.append(array.offset)
         values = compute(buffers, offsets, no_nulls, n)[0]
         return from_buffers(out_type, n, [None, py_buffer(values)], 0, 0)
+    return run
+
+
+def _string_runner(call: HostStringCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
+    """:func:`pyarrow_runner`'s ``run`` for a call that makes strings, over inputs of strings (``string``,
+    ``large_string``, binary) or numbers without nulls: the same checks, then :meth:`HostStringCall.pyarrow_from`
+    (the general batch path spent about 13 us of a 2048-row DuckDB call finding the prepared call). None where an
+    input is a view type (PyArrow lists a view array's buffers otherwise than the C ABI does) or may be null."""
+    import pyarrow as pa
+
+    if any(nullable for _, nullable in call.readers) or any(
+            pa.types.is_string_view(t) or pa.types.is_binary_view(t) for t in types):
+        return None
+    offsets_first = tuple(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                          or pa.types.is_large_binary(t) for t in types)
+    unchanged = _unchanged(f)
+
+    def run(arrays: Any, chunked: bool) -> Any:
+        if len(arrays) != len(types) or not unchanged():
+            return None
+        buffers, offsets, n = [], [], -1
+        for array, arrow_type, strings in zip(arrays, types, offsets_first):
+            if chunked:
+                if array.num_chunks != 1:
+                    return None
+                array = array.chunk(0)
+            if array.null_count or array.type != arrow_type or len(array) != n and n >= 0:
+                return None
+            n = len(array)
+            held = array.buffers()
+            if not n or not held[1].is_cpu:
+                return None
+            buffers.append((0, held[1].address, held[2].address) if strings else (0, held[1].address))
+            offsets.append(array.offset)
+        return call.pyarrow_from(buffers, offsets, n, out_type) if call.takes(n) else None
     return run
 
 
