@@ -405,26 +405,39 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
     no_nulls = [0] * len(types)
     unchanged = _unchanged(f)
 
+    no_offsets = (False,) * len(types)
+
     def run(arrays: Any, chunked: bool) -> Any:
-        if len(arrays) != len(types) or not unchanged():
+        batch = _batch(arrays, chunked, types, no_offsets) if unchanged() else None
+        if batch is None:
             return None
-        buffers, offsets, n = [], [], -1
-        for array, arrow_type in zip(arrays, types):
-            if chunked:
-                if array.num_chunks != 1:
-                    return None
-                array = array.chunk(0)
-            if array.null_count or array.type != arrow_type or len(array) != n and n >= 0:
-                return None
-            n = len(array)
-            data = array.buffers()[1]
-            if not n or not data.is_cpu:
-                return None
-            buffers.append((0, data.address))
-            offsets.append(array.offset)
+        buffers, offsets, n = batch
         values = compute(buffers, offsets, no_nulls, n)[0]
         return from_buffers(out_type, n, [None, py_buffer(values)], 0, 0)
     return run
+
+
+def _batch(arrays: Any, chunked: bool, types: tuple, offsets_first: tuple) -> tuple[list, list, int] | None:
+    """(the buffers' addresses as the prepared call takes them, the offsets, the rows) of a runner's batch: PyArrow
+    arrays (with ``chunked``, chunked arrays of one chunk) of ``types``, no nulls, one length, in CPU memory, each
+    an offsets buffer before its data where ``offsets_first`` says so; None where any of that does not hold."""
+    if len(arrays) != len(types):
+        return None
+    buffers, offsets, n = [], [], -1
+    for array, arrow_type, strings in zip(arrays, types, offsets_first):
+        if chunked:
+            if array.num_chunks != 1:
+                return None
+            array = array.chunk(0)
+        if array.null_count or array.type != arrow_type or len(array) != n and n >= 0:
+            return None
+        n = len(array)
+        held = array.buffers()
+        if not n or not held[1].is_cpu:
+            return None
+        buffers.append((0, held[1].address, held[2].address) if strings else (0, held[1].address))
+        offsets.append(array.offset)
+    return buffers, offsets, n
 
 
 def _string_runner(call: HostStringCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
@@ -442,23 +455,10 @@ def _string_runner(call: HostStringCall, f: Callable, types: tuple, out_type: An
     unchanged = _unchanged(f)
 
     def run(arrays: Any, chunked: bool) -> Any:
-        if len(arrays) != len(types) or not unchanged():
+        batch = _batch(arrays, chunked, types, offsets_first) if unchanged() else None
+        if batch is None or not call.takes(batch[2]):
             return None
-        buffers, offsets, n = [], [], -1
-        for array, arrow_type, strings in zip(arrays, types, offsets_first):
-            if chunked:
-                if array.num_chunks != 1:
-                    return None
-                array = array.chunk(0)
-            if array.null_count or array.type != arrow_type or len(array) != n and n >= 0:
-                return None
-            n = len(array)
-            held = array.buffers()
-            if not n or not held[1].is_cpu:
-                return None
-            buffers.append((0, held[1].address, held[2].address) if strings else (0, held[1].address))
-            offsets.append(array.offset)
-        return call.pyarrow_from(buffers, offsets, n, out_type) if call.takes(n) else None
+        return call.pyarrow_from(*batch, out_type)
     return run
 
 
