@@ -1,7 +1,8 @@
 """Probe (GPU): how often a short script of row-wise UDFs over several nullable columns gets wrong nulls when many
 processes run it at once, each on a warm kernel cache (fast, so any work queued on a stream that does not wait for
 arrowdev's runs early). It found the AND of the inputs' bitmaps running on CUDA's legacy stream (docs/device.md,
-"Sync events"): before the fix 4 to 14 runs in 48 were wrong, after it none in 24.
+"Sync events"): its scratch form counted 4 to 14 wrong runs in 48 before the fix, none in 24
+after it (2 x H200); this form has not run on a GPU yet.
 
     python3 benchmarks/probes/stream_order_race.py [--runs 48] [--at-once 12]
 

@@ -315,16 +315,19 @@ class HostStringCall(HostCall):
         if arrays is not None:  # straight from the NumPy arrays (the held array's export and import cost 3x)
             bits = pa.py_buffer(bitmap) if bitmap is not None else None
             return pa.Array.from_buffers(out_type, n, [bits, *(pa.py_buffer(a) for a in arrays)], null_count)
-        out = _capsules.build(arrow_type, n, null_count, 0, addresses, [], device_type=_CPU, device_id=self.mem.device.id,
-                              keepalive=keep)
-        return pa.Array._import_from_c_capsule(*out.export_pair(False))
+        held = self._held(arrow_type, n, null_count, addresses, keep)
+        return pa.Array._import_from_c_capsule(*held.export_pair(False))
 
     def strings(self, buffers: list[tuple[int, ...]], offsets: list[int], n: int) -> tuple[DataType, Any]:
         """(type, held array) of the strings the UDF makes over ``n`` rows of inputs given by their buffers'
         addresses and offsets (a row the kernel flags, null in or failed, is null)."""
         arrow_type, _, addresses, keep, _, null_count = self._made(buffers, offsets, n)
-        return arrow_type, _capsules.build(arrow_type, n, null_count, 0, addresses, [], device_type=_CPU,
-                                           device_id=self.mem.device.id, keepalive=keep)
+        return arrow_type, self._held(arrow_type, n, null_count, addresses, keep)
+
+    def _held(self, arrow_type: DataType, n: int, null_count: int, addresses: list[int], keep: list[Any]) -> Any:
+        """The held array over the buffers at ``addresses`` (the validity's first), keeping ``keep`` alive."""
+        return _capsules.build(arrow_type, n, null_count, 0, addresses, [], device_type=_CPU,
+                               device_id=self.mem.device.id, keepalive=keep)
 
     def _made(self, buffers: list[tuple[int, ...]], offsets: list[int],
               n: int) -> tuple[DataType, tuple[np.ndarray, np.ndarray] | None, list[int], list[Any], Any, int]:
@@ -394,7 +397,7 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
     Python frame: the checks (UDF ``f`` is what ``call`` was compiled for, closure values included; one chunk, the
     types, no nulls, one length, CPU memory), then :meth:`HostCall.compute` and the array. None from ``run`` where
     a check fails (the general path takes the batch), and no ``run`` where ``call``'s inputs are not numbers or
-    bools without nulls or its UDF decides nulls itself."""
+    bools without nulls or its UDF decides nulls itself. A call that makes strings gets :func:`_string_runner`'s."""
     if isinstance(call, HostStringCall):
         return _string_runner(call, f, types, out_type)
     if not call.plain_numbers():
@@ -404,7 +407,6 @@ def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> 
     compute, from_buffers, py_buffer = call.compute, pa.Array.from_buffers, pa.py_buffer
     no_nulls = [0] * len(types)
     unchanged = _unchanged(f)
-
     no_offsets = (False,) * len(types)
 
     def run(arrays: Any, chunked: bool) -> Any:
