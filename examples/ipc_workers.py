@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import time
 
@@ -34,28 +35,29 @@ def worker(namespace: str, todo, done) -> None:  # noqa: ANN001 - multiprocessin
     lookup = ad.cuda.get("lookup", namespace=namespace, wait=30)
     weights = cupy.asarray(lookup.column("w"))  # the producer's memory, read in place
     while True:
-        name = todo.get()
+        try:
+            name = todo.get(timeout=120)
+        except queue.Empty:
+            break  # the producer is gone
         if name is None:
             break
         batch = ad.cuda.get(name, namespace=namespace, take=True)
         keys = cupy.asarray(batch.column("k"))
         if name.endswith("-die"):
+            # A Queue's feeder thread writes what put() was given: what this worker put is written before it
+            # dies (killed first, a result would be lost; killed mid-write, the queue's lock with it)
+            done.close()
+            done.join_thread()
             os.kill(os.getpid(), signal.SIGKILL)  # dies holding the batch and the lookup table
         total = float(weights[keys].sum())
         del batch, keys  # the lease ends here: the batch's memory is the producer's pool's again
         done.put((name, os.getpid(), total))
 
 
-def main() -> None:
-    namespace = f"example-{os.getpid()}"  # one job's names, apart from any other job's
+def hand_out(namespace: str, todo, done) -> tuple[dict, list]:  # noqa: ANN001 - multiprocessing queues
+    """Publishes the batches one by one for the workers to take; returns (the sum each should give, what the
+    workers sent back: every batch but the one whose worker dies)."""
     rng = np.random.default_rng(0)
-    lookup = ad.table({"w": pa.array(np.arange(KEYS, dtype=np.float64))}).to_device()
-    ad.cuda.publish("lookup", lookup, namespace=namespace)
-    ctx = multiprocessing.get_context("spawn")
-    todo, done = ctx.Queue(), ctx.Queue()
-    workers = [ctx.Process(target=worker, args=(namespace, todo, done)) for _ in range(WORKERS)]
-    for w in workers:
-        w.start()
     expected = {}
     for i in range(BATCHES):
         keys = rng.integers(0, KEYS, ROWS)
@@ -63,11 +65,34 @@ def main() -> None:
         ad.cuda.publish(name, ad.table({"k": pa.array(keys)}).to_device(), namespace=namespace)
         expected[name] = float(keys.sum())  # the lookup's weights are 0, 1, 2, ...: the sum of the keys
         todo.put(name)
-    results = [done.get(timeout=120) for _ in range(BATCHES - 1)]  # every batch but the one whose worker died
-    for _ in workers:
-        todo.put(None)
+    results = []
+    for _ in range(BATCHES - 1):
+        try:
+            results.append(done.get(timeout=120))
+        except queue.Empty:
+            raise TimeoutError(f"no worker sent a result for 120 s; received {sorted(r[0] for r in results)} of "
+                               f"{sorted(expected)}") from None
+    return expected, results
+
+
+def main() -> None:
+    namespace = f"example-{os.getpid()}"  # one job's names, apart from any other job's
+    lookup = ad.table({"w": pa.array(np.arange(KEYS, dtype=np.float64))}).to_device()
+    ad.cuda.publish("lookup", lookup, namespace=namespace)
+    ctx = multiprocessing.get_context("spawn")
+    todo, done = ctx.Queue(), ctx.Queue()
+    workers = [ctx.Process(target=worker, args=(namespace, todo, done), daemon=True) for _ in range(WORKERS)]
     for w in workers:
-        w.join(timeout=120)
+        w.start()
+    try:
+        expected, results = hand_out(namespace, todo, done)
+    finally:  # an error here stops the workers rather than leaving them waiting for batches
+        for _ in workers:
+            todo.put(None)
+        for w in workers:
+            w.join(timeout=60)
+            if w.is_alive():
+                w.terminate()
     assert all(expected[name] == total for name, _, total in results), results
     killed = [w for w in workers if w.exitcode == -signal.SIGKILL]
     print(f"{len(results)} batches read by workers {sorted({pid for _, pid, _ in results})}; "
