@@ -276,6 +276,40 @@ def test_gpu_a_one_range_string_udf_waits_for_the_gpu_once(nulls):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("string_type", ["string", "large_string"])
+@pytest.mark.parametrize("ranges", ["one range", "several ranges"])
+def test_gpu_sizing_a_fresh_string_output_waits_for_nothing(request, ranges, string_type):
+    """Dask's ``sizeof`` of a string UDF's output (one range, or several in a pipeline) and its size to send read
+    the offsets' ends from what the call knew on the host: no wait for the kernels (that wait was most of
+    Dask's ``sizeof`` of a task's result)."""
+    cupy = pytest.importorskip("cupy")
+    from dask.sizeof import sizeof
+
+    import arrowdev.dask as add
+
+    if ranges == "several ranges":
+        request.getfixturevalue("small_ranges")
+    rows = 20_000
+    source = strings(rows, nulls=False)
+    col = ad.column(source).to_device()
+    f, expected = UDFS["chain"]
+    col.apply(f, string_type=string_type)  # compiled, its rates learned
+    out = col.apply(f, string_type=string_type)
+    events = []
+    wait_event = cupy.cuda.runtime.eventSynchronize
+    cupy.cuda.runtime.eventSynchronize = lambda event: (events.append(event), wait_event(event))[1]
+    try:
+        (size, nbytes), waits = _waits_of(lambda: (sizeof(out), add.nbytes(out)))
+    finally:
+        cupy.cuda.runtime.eventSynchronize = wait_event
+    assert waits == {"synchronize": 0, "memcpy": 0} and events == [], (waits, events)
+    data = sum(len(v.encode()) for v in expected(source).to_pylist())  # the output's string bytes
+    width = 8 if string_type == "large_string" else 4
+    assert nbytes == data + width * (rows + 1) and size >= nbytes, (size, nbytes, data)
+    assert out.to_pylist() == expected(source).to_pylist()
+
+
+@pytest.mark.gpu
 def test_gpu_a_rate_learned_on_another_column_maps_little_past_the_output():
     """The kernel's last call ran over strings 8x longer: the next call's short first range measures this
     column's rate, the later ranges are sized and mapped from it, and the data room grows with the lengths

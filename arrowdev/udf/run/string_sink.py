@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core import layout
 from ...core.types import DataType
 from ...gpu import memory as device_memory, runtime
 from ..compile.strings.meminfo_layout import STATE_WORDS
@@ -179,7 +180,17 @@ class StringSink:
             sizes = _on(self.mem, np.array(self.used, dtype=np.int64))
             keep.append(sizes)
             return DataType.from_arrow(pa.string_view()), [out, *(a for a, _ in self.buffers), _address(self.mem, sizes)]
+        if self.mem.gpu:
+            self._remember_ends(out)
         return DataType.from_arrow(pa.large_string() if self.large else pa.string()), [out, self.buffers[0][0]]
+
+    def _remember_ends(self, out: int) -> None:
+        """GPU: the offsets' first and last values are known here; recorded (layout.remember), planning the
+        output's frames or copies, or Dask's ``sizeof`` of it, reads nothing from the device and waits for no
+        kernel (docs/distributed.md, "host cost a task")."""
+        width = 8 if self.large else 4
+        layout.remember([(out, bytes(width)), (out + width * self.n, self.total.to_bytes(width, "little"))],
+                        self.out_keep)
 
 
 class Pipeline:
