@@ -206,14 +206,22 @@ class _OnStream:
                 "version": 3, "strides": None, "stream": self.stream.ptr}
 
 
-def test_bools_from_a_cuda_array_are_packed_after_their_producers_stream(cupy):
+@pytest.mark.parametrize("held", ["producer's stream", "CUDA's legacy stream"])
+def test_bools_from_a_cuda_array_are_packed_after_their_producers_stream(cupy, held):
     """Bools (a byte each) become Arrow's bits by a copy queued on the producer's stream, after its work, and the
     event consumers wait on is recorded after that copy. (It was made on CuPy's current stream after the event:
-    a copy of 2**28 bools read the bits while they were written, half of them wrong. This test checks the order
-    against a producer still writing; it passed on that code too, where the import had waited for the producer.)"""
+    a copy of 2**28 bools read the bits while they were written, half of them wrong.) Held back here: the
+    producer, still writing; or CuPy's current stream, where the old code queued the packing, so that a reader
+    waiting on the event read the bits before they were made."""
     slow = cupy.cuda.Stream(non_blocking=True)
     raw = cupy.zeros(4096, dtype=cupy.int64)
-    slow_write(cupy, raw, slow)  # i + 1000 into every item, after ~0.1 s
+    if held == "producer's stream":
+        slow_write(cupy, raw, slow)  # i + 1000 into every item, after ~0.1 s
+    else:
+        raw[...] = cupy.arange(4096, dtype=cupy.int64) + 1000
+        slow.synchronize()
+        cupy.cuda.Device().synchronize()
+        slow_write(cupy, cupy.empty(1, dtype=cupy.int64), cupy.cuda.Stream.null)
     col = ad.column(_OnStream(raw, "|b1", slow))
     want = (np.arange(4096, dtype="<i8") + 1000).view(np.uint8) != 0
     assert col.to_pylist() == want.tolist()
