@@ -108,12 +108,14 @@ def _keep_plan(obj: Any, header: dict[str, Any], spans: list[tuple[int, int]], p
     _kept_plans[key] = (weakref.ref(obj, lambda _: _kept_plans.pop(key, None)), header, spans)
 
 
-def _plan(obj: Any, source: Device, ready: bool,
-          piece_bytes: int | None = None) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+def _plan(obj: Any, source: Device, ready: bool, piece_bytes: int | None = None,
+          schema: bool = True) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     """The header and the (address, size) of each frame of a column or table. ``ready``: its
     producers have finished (else the memory is read, where it must be, after waiting for them).
     ``piece_bytes`` (CPU data only): chunks whose frames would pass it are sent as row ranges under it,
-    each a chunk of its own (:func:`host_frames`). The header is the caller's to change (a copy of the kept one)."""
+    each a chunk of its own (:func:`host_frames`). The header is the caller's to change (a copy of the kept one).
+    ``schema``: the header carries the serialized schema (made when first asked for: Dask's ``sizeof`` of
+    every task's result needs the sizes alone, and the schema was a fifth of its time)."""
     key = id(obj) if piece_bytes is None else (id(obj), piece_bytes)
     kept = _kept_plans.get(key)
     if kept is not None and kept[0]() is obj and kept[2] is None:  # a received object's plan, made when first asked
@@ -123,14 +125,24 @@ def _plan(obj: Any, source: Device, ready: bool,
             _keep_plan(obj, *made)
         kept = _kept_plans.get(key)
     if kept is not None and kept[0]() is obj:
+        if schema and "schema" not in kept[1]:
+            kept[1]["schema"] = _schema_bytes(_schema_of(obj))
         return dict(kept[1]), kept[2]
     if piece_bytes is not None:
         header, spans = _plan(obj, source, ready)
         if all(size <= piece_bytes for _, size in spans):
             return header, spans  # nothing to cut
     header, spans = _make_plan(obj, source, ready, piece_bytes)
+    if schema:
+        header["schema"] = _schema_bytes(_schema_of(obj))
     _keep_plan(obj, header, spans, piece_bytes)
     return dict(header), spans
+
+
+def _schema_of(obj: Any) -> DataType:
+    """A column's type, or a table's schema (a struct)."""
+    kind, columns = _kind_and_columns(obj)
+    return columns[0].type if kind == "column" else obj.schema
 
 
 def _chunk_trees(dtype: DataType, held: Any, nulls: int | None, piece_bytes: int | None) -> list[tuple]:
@@ -155,16 +167,15 @@ def _make_plan(obj: Any, source: Device, ready: bool,
         planned = [[_encode(planner.plan(*tree)) for tree in col_trees] for col_trees in trees]
         if not isinstance(read, layout.BatchReader) or not read.fetch():
             break
-    dtype = columns[0].type if kind == "column" else obj.schema
-    header = {"kind": kind, "device": [source.code, source.id], "schema": _schema_bytes(dtype),
-              "rows": len(obj), "columns": planned, "frames": len(planner.spans)}
+    header = {"kind": kind, "device": [source.code, source.id], "rows": len(obj), "columns": planned,
+              "frames": len(planner.spans)}
     return header, planner.spans
 
 
 def nbytes(obj: Any) -> int:
     """Bytes of the buffers of the rows in range of a column or table, what a send carries (shared
     buffers counted once)."""
-    _, spans = _plan(obj, obj.device, ready=False)
+    _, spans = _plan(obj, obj.device, ready=False, schema=False)
     return sum(size for _, size in spans)
 
 
