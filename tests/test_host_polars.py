@@ -93,8 +93,10 @@ def test_polars_expressions_built_per_query_share_one_prepared_udf():
         return x * 0.5
 
     first, again = ad.polars.udf(halve), ad.polars.udf(halve)
-    assert first.udf is again.udf
+    assert first.udf is again.udf and first is again  # the call Polars gets too, kept while halve lives
     assert ad.polars.udf(halve, null_aware=True).udf is not first.udf
+    datetimes = ad.polars.udf(halve, out_type=pl.Datetime("ms")), ad.polars.udf(halve, out_type=pl.Datetime("us"))
+    assert datetimes[0].return_dtype() == pl.Datetime("ms") and datetimes[1].return_dtype() == pl.Datetime("us")
     assert ad.polars.udf(halve, out_type=pl.Float32).udf is not first.udf
     frame = pl.DataFrame({"x": [2, 3, None]})
     for _ in range(3):  # planned and run each time, by the one HostUDF
