@@ -358,6 +358,25 @@ def test_gpu_cuda_family_sends_device_frames_zero_copy(layout, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.multi_gpu
+def test_gpu_frames_of_the_second_gpu_are_checked_there():
+    """Received device frames are checked on their own GPU (the checks' CuPy work once ran on the current one,
+    where CuPy refuses another GPU's arrays), and a bad null count there is still refused."""
+    if ad.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    source = pa.table({"s": pa.array([None if i % 7 == 3 else "x" * (i % 9) for i in range(5000)]),
+                       "n": pa.array([None if i % 5 == 1 else i for i in range(5000)], pa.int64())})
+    on_second = ad.table(source).to_device(1)
+    header, frames = serialize(on_second, serializers=("cuda",))
+    got = deserialize(header, frames, deserializers=("cuda",))  # GPU 0 is the current one
+    assert got.device == ad.Device("cuda", 1) and got.to_pyarrow().equals(source)
+    header["sub-header"]["columns"][1][0][1] += 1  # the int column's null count, one more than its bitmap says
+    with pytest.raises(ad.InvalidArrowError, match="null count"):
+        deserialize(header, frames, deserializers=("cuda",))
+    del got, frames
+
+
+@pytest.mark.gpu
 def test_gpu_cuda_family_packs_small_buffers_into_one_frame(monkeypatch):
     """Buffers of at least PACK_BELOW bytes travel as frames over the source; the others copied into one
     frame (a transport pays per frame). Received, the columns equal the source and hold the frames."""

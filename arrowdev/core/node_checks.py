@@ -151,15 +151,16 @@ def check_columns(header: dict[str, Any], shape: Shape, frames: list[Frame], val
     if len(columns) != len(shapes):
         raise refuse("columns", f"{len(shapes)} columns (the schema's)", f"{len(columns)}")
     walk = _Walk(frames, values, frame_name)
-    for i, (column_shape, nodes) in enumerate(zip(shapes, columns)):
-        if not isinstance(nodes, SEQUENCE):
-            raise refuse(f"columns[{i}]", "a list of chunk nodes", type(nodes).__name__)
-        total = 0
-        for k, node in enumerate(nodes):
-            total += walk.node(column_shape, node, chunk_path(i, k))
-        if total != rows:
-            raise refuse(f"columns[{i}]", f"{rows} rows in all (the header's rows)", f"chunks of {total} rows")
-    values.finish()
+    with values.scope():
+        for i, (column_shape, nodes) in enumerate(zip(shapes, columns)):
+            if not isinstance(nodes, SEQUENCE):
+                raise refuse(f"columns[{i}]", "a list of chunk nodes", type(nodes).__name__)
+            total = 0
+            for k, node in enumerate(nodes):
+                total += walk.node(column_shape, node, chunk_path(i, k))
+            if total != rows:
+                raise refuse(f"columns[{i}]", f"{rows} rows in all (the header's rows)", f"chunks of {total} rows")
+        values.finish()
 
 
 def _buffer_count_fits(kind: str, buffers: Any) -> bool:
@@ -510,16 +511,25 @@ class _Walk:
             self.values.run_ends(where, frame, ends_shape.width // 8, ends.offset, runs, node.end)
 
 
-def device_view(device_id: int) -> tuple[Any, Any]:
-    """(CuPy, a function viewing ``count`` elements of ``dtype`` of a device frame from element ``start``): what
+def device_view(device_id: int) -> tuple[Any, Any, Any]:
+    """(CuPy, a function viewing ``count`` elements of ``dtype`` of a device frame from element ``start``, the
+    scope the checks run in: the frames' GPU current, arrowdev's stream there): what
     :class:`~arrowdev.core.value_checks.ArrayValues` checks device frames with."""
+    import contextlib
+
     from ..gpu import runtime
 
     cp = runtime.cupy()
+
+    def scope() -> Any:
+        stack = contextlib.ExitStack()
+        stack.enter_context(cp.cuda.Device(device_id))
+        stack.enter_context(runtime.stream_for(device_id))
+        return stack
 
     def view(frame: Frame, dtype: Any, start: int, count: int) -> Any:
         itemsize = np.dtype(dtype).itemsize
         memory = cp.cuda.UnownedMemory(frame[0] + start * itemsize, count * itemsize, None, device_id)
         return cp.ndarray(count, dtype, cp.cuda.MemoryPointer(memory, 0))
 
-    return cp, view
+    return cp, view, scope

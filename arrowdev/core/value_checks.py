@@ -14,8 +14,9 @@ in its refusal.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 import numpy as np
 
@@ -44,6 +45,10 @@ def union_lengths(codes: tuple[int, ...], child_lengths: list[int]) -> np.ndarra
 
 class HostValues:
     """The checks on frames in host memory, done at once by the native core."""
+
+    def scope(self) -> ContextManager[Any]:
+        """What the checks run inside (:func:`~arrowdev.core.node_checks.check_columns` enters it): nothing here."""
+        return contextlib.nullcontext()
 
     def nulls(self, where: str, bitmap: Frame, bit_offset: int, length: int, expected: int) -> None:
         nulls = length - _capsules.count_set(bitmap[0], bit_offset, length)
@@ -129,9 +134,15 @@ class ArrayValues:
     each check leaves a flag, and :meth:`finish` reads them back at once and raises for the first set one (the
     message then names the check, not the row: finding the row would cost another pass, for a refused receipt)."""
 
-    def __init__(self, xp: Any, view: Callable[[Frame, Any, int, int], Any]) -> None:
-        self.xp, self.view = xp, view
+    def __init__(self, xp: Any, view: Callable[[Frame, Any, int, int], Any],
+                 scope: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> None:
+        self.xp, self.view, self._scope = xp, view, scope
         self.pending: list[tuple[Any, Callable[[], InvalidArrowError]]] = []
+
+    def scope(self) -> ContextManager[Any]:
+        """What the checks run inside: for CuPy, the frames' GPU and arrowdev's stream there (outside one, CuPy
+        would queue them on CUDA's legacy stream of the current GPU, and refuse frames of another GPU)."""
+        return self._scope()
 
     def _flag(self, bad: Any, error: Callable[[], InvalidArrowError]) -> None:
         self.pending.append((bad, error))
@@ -242,6 +253,9 @@ class SizesOnly:
 
     def _nothing(self, *args: Any) -> None:
         return None
+
+    def scope(self) -> ContextManager[Any]:
+        return contextlib.nullcontext()
 
     nulls = offsets = indices = views = list_views = run_ends = union = last_offset = variadic_sizes = _nothing
     finish = _nothing
