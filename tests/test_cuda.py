@@ -227,6 +227,17 @@ def test_bools_from_a_cuda_array_are_packed_after_their_producers_stream(cupy, h
     assert col.to_pylist() == want.tolist()
 
 
+def test_to_cupy_of_bools_unpacks_after_their_producer_on_cupys_stream(cupy):
+    """``to_cupy`` of bools unpacks them on CuPy's current stream, which waits for the producer (still writing
+    here, ~0.1 s) without the host waiting."""
+    slow = cupy.cuda.Stream(non_blocking=True)
+    raw = cupy.zeros(4096, dtype=cupy.int64)
+    slow_write(cupy, raw, slow)
+    got = ad.column(_OnStream(raw, "|b1", slow)).to_cupy()
+    want = (np.arange(4096, dtype="<i8") + 1000).view(np.uint8) != 0
+    assert got.dtype == cupy.bool_ and got.tolist() == want.tolist()
+
+
 def test_reads_of_a_columns_offsets_and_bitmaps_wait_for_its_copy(cupy):
     """``nbytes`` reads a string column's last offset, and ``__cuda_array_interface__``'s mask unpacks the
     bitmap: both after the copy that writes them (queued here behind ~0.1 s of spinning), not on CUDA's

@@ -125,8 +125,10 @@ def to_cupy(col: ArrowColumn) -> Any:
     cp = runtime.cupy()
     held = _one_chunk(col)
     first, end = held.offset // 8, (held.offset + held.length + 7) // 8
-    runtime.synchronize_events(_chunked.sync_events(col))
     with cp.cuda.Device(col.device.id):
+        # the unpacking runs on CuPy's current stream (the caller's array lives there): that stream waits for the
+        # column's producers, the host does not (as for cupy_view)
+        runtime.wait_on_events(cp.cuda.get_current_stream(), list(_chunked.sync_events(col)))
         mem = cp.cuda.UnownedMemory(held.buffers[1] + first, max(end - first, 1), col, col.device.id)
         bits = cp.ndarray(end - first, cp.uint8, cp.cuda.MemoryPointer(mem, 0))
         start = held.offset - 8 * first
