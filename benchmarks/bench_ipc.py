@@ -1,10 +1,12 @@
 """A 1 GiB table handed to another process on the same GPU and read there: arrowdev's CUDA IPC with leases
 (``export_ipc`` / ``import_ipc``) against ``torch.multiprocessing`` sending a CUDA tensor of the same bytes.
 
-    python3 benchmarks/bench_ipc.py [--gib 1.0] [--runs 9] [--json [PATH]]
+    python3 benchmarks/bench_ipc.py [--gib 1.0] [--runs 9] [--reader cupy|torch] [--json [PATH]]
 
 One consumer process per library, started once (process start and CUDA initialisation are not counted),
-takes each handoff and runs the first kernel over it (a sum of every value, checked), then drops it. Per
+takes each handoff and runs the first kernel over it (a sum of every value, checked), then drops it; arrowdev's
+consumer sums with CuPy, or with ``--reader torch`` with PyTorch over the column (``torch.from_dlpack``), the
+kernel torch's consumer runs, so that the two handoffs differ only in the handoff. Per
 handoff, from the exporter's first call to the end of the consumer's kernel (``time.perf_counter`` is
 CLOCK_MONOTONIC, one clock for both processes):
 
@@ -34,11 +36,21 @@ import time
 import record
 
 
-def _arrowdev_consumer(conn) -> None:  # noqa: ANN001 - a multiprocessing Connection
+def _first_kernel(reader: str):  # noqa: ANN202 - a function of a column
+    """The sum of a column's values on the host (a kernel over the memory, synchronous), read by ``reader``."""
+    if reader == "torch":
+        import torch
+
+        return lambda column: float(torch.from_dlpack(column).sum())
     import cupy
 
+    return lambda column: float(cupy.asarray(column).sum())
+
+
+def _arrowdev_consumer(conn, reader: str) -> None:  # noqa: ANN001 - a multiprocessing Connection
     import arrowdev as ad
 
+    first_kernel = _first_kernel(reader)
     while True:
         data = conn.recv_bytes()
         if not data:
@@ -46,7 +58,7 @@ def _arrowdev_consumer(conn) -> None:  # noqa: ANN001 - a multiprocessing Connec
         got = time.perf_counter()
         table = ad.import_ipc(data)
         imported = time.perf_counter()
-        total = float(cupy.asarray(table.column(0)).sum())  # the first kernel over the memory (synchronous)
+        total = first_kernel(table.column(0))
         kernel = time.perf_counter()
         del table
         dropped = time.perf_counter()
@@ -138,7 +150,7 @@ def _torch_consumer(tensors, results) -> None:  # noqa: ANN001 - torch.multiproc
 class ArrowdevSide:
     """arrowdev's exporter here and its consumer process: :meth:`handoff` hands a fresh view of the table over."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, reader: str = "cupy") -> None:
         import numpy as np
         import pyarrow as pa
 
@@ -148,7 +160,7 @@ class ArrowdevSide:
         self.want = float(n * (n - 1) // 2)
         ctx = multiprocessing.get_context("spawn")
         self.pipe, theirs = ctx.Pipe()
-        self.consumer = ctx.Process(target=_arrowdev_consumer, args=(theirs,))
+        self.consumer = ctx.Process(target=_arrowdev_consumer, args=(theirs, reader))
         self.consumer.start()
 
     def handoff(self) -> dict[str, float]:
@@ -205,11 +217,11 @@ class TorchSide:
 Rows = list[dict[str, float]]
 
 
-def run(n: int, runs: int) -> tuple[Rows, Rows | None, tuple[float, float, float]]:
+def run(n: int, runs: int, reader: str = "cupy") -> tuple[Rows, Rows | None, tuple[float, float, float]]:
     """Handoffs of both libraries in turn, the first of each pair alternating (so neither always follows the
     other, and both see the machine as it is at that moment), after a warm-up of each: (arrowdev's rows, torch's
     rows or None without torch, the lease round trips)."""
-    ours = ArrowdevSide(n)
+    ours = ArrowdevSide(n, reader)
     try:
         theirs: TorchSide | None = TorchSide(n)
     except ImportError as e:
@@ -238,6 +250,8 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=1.0, help="the table's size in GiB (float64 values)")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--leases-only", action="store_true", help="only the lease round trips (no GPU needed)")
+    parser.add_argument("--reader", choices=["cupy", "torch"], default="cupy",
+                        help="what arrowdev's consumer sums the column with (torch: the same kernel as torch's side)")
     record.add_json_option(parser, "bench_ipc")
     args = parser.parse_args()
     if args.leases_only:
@@ -250,9 +264,9 @@ def main() -> None:
     n = int(args.gib * (1 << 30)) // 8
     machine = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"{machine}: {n * 8 / (1 << 30):.2f} GiB ({n} float64 values), {args.runs} handoffs each, medians")
-    ours, theirs, (warm_us, idle_us, cold_us) = run(n, args.runs)
+    ours, theirs, (warm_us, idle_us, cold_us) = run(n, args.runs, args.reader)
     mine = _medians(ours)
-    print(f"arrowdev: handoff {mine['handoff_ms']:.2f} ms = export {mine['export_ms']:.2f} + pipe and import "
+    print(f"arrowdev ({args.reader} reads): handoff {mine['handoff_ms']:.2f} ms = export {mine['export_ms']:.2f} + pipe and import "
           f"{mine['handoff_ms'] - mine['export_ms'] - mine['kernel_ms']:.2f} (import_ipc {mine['import_ms']:.2f}) "
           f"+ first kernel {mine['kernel_ms']:.2f}; drop {mine['drop_ms']:.2f} ms")
     print(f"lease overhead per handoff: {idle_us:.1f} us (lease + release on the idle connection kept), "
@@ -272,7 +286,7 @@ def main() -> None:
         rows.append({"library": "torch", **torch_m, "paired_ratio_median": statistics.median(paired),
                      "paired_ratio_q1": quartiles[0], "paired_ratio_q3": quartiles[2],
                      "pairs_arrowdev_faster": sum(r <= 1 for r in paired), "pairs": len(paired)})
-    record.write(args.json, "bench_ipc", machine, rows, gib=args.gib, runs=args.runs)
+    record.write(args.json, "bench_ipc", machine, rows, gib=args.gib, runs=args.runs, reader=args.reader)
 
 
 if __name__ == "__main__":
