@@ -2,7 +2,7 @@
 processes run it at once, each on a warm kernel cache (fast, so any work queued on a stream that does not wait for
 arrowdev's runs early). It found the AND of the inputs' bitmaps running on CUDA's legacy stream (docs/device.md,
 "Sync events"): its scratch form counted 4 to 14 wrong runs in 48 before the fix, none in 24
-after it (2 x H200); this form has not run on a GPU yet.
+after it (2 x H200); this form, the next session on the same kind of machine: none in 48.
 
     python3 benchmarks/probes/stream_order_race.py [--runs 48] [--at-once 12]
 
