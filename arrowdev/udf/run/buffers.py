@@ -15,9 +15,15 @@ from ...gpu.memory import DeviceBuffer
 from ...core.types import Device
 from .launch import DeviceView, launch
 
-__all__ = ["HOST_SCRATCH", "HostGrowable", "HostScratch", "Memory"]
+__all__ = ["HOST_SCRATCH", "HostGrowable", "HostScratch", "Memory", "host_address"]
 
 _STAND_INS: dict[tuple, Any] = {}
+
+
+def host_address(array: np.ndarray) -> int:
+    """The address of a writable host array's first byte: a third of ``array.ctypes.data``'s cost (1.1 against
+    3.4 us; a DuckDB vector's string call asks for several)."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(array)) if array.nbytes else array.ctypes.data
 
 
 class Memory:
@@ -84,7 +90,7 @@ class Memory:
             buf = DeviceBuffer(nbytes, self.device.id, self.stream)
             return self.view(buf.ptr, count, dtype, buf), buf.ptr, buf
         array = np.empty(max(count, 1), dtype=dtype)
-        return array, array.ctypes.data, array
+        return array, host_address(array), array
 
     def scratch(self, count: int, dtype: np.dtype) -> tuple[Any, int, Any]:
         """As :meth:`new`, for a buffer the call drops before it returns (a string arena, the kernel's pairs and
@@ -93,7 +99,7 @@ class Memory:
         if self.gpu:
             return self.new(count, dtype)
         array = HOST_SCRATCH.take(max(count, 1), np.dtype(dtype))
-        return array, array.ctypes.data, array
+        return array, host_address(array), array
 
     def part(self, array: Any, start: int, count: int) -> Any:
         """Elements [start, start + count) of an array :meth:`new` or :meth:`view` made, as a kernel takes

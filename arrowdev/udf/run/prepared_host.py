@@ -28,7 +28,7 @@ from ... import _capsules
 from ...core import chunks as _chunked
 from ...core.types import DataType, Device
 from . import string_results as results
-from .buffers import Memory
+from .buffers import Memory, host_address as _address
 from .execute import WORKING_SET
 from .inputs import Input
 from .plan import Plan, plan_for
@@ -89,8 +89,6 @@ def _view(address: int, count: int, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(_ANY.from_address(address), dtype, count)
 
 
-def _address(array: np.ndarray) -> int:
-    return ctypes.addressof(ctypes.c_char.from_buffer(array))  # cheaper than array.ctypes.data
 
 
 def _layout(columns: list[Any]) -> tuple[tuple | None, list[Any], list[int]]:

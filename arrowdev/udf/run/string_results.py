@@ -29,6 +29,7 @@ import numpy as np
 
 from ...core.types import DataType
 from ...gpu import runtime
+from .buffers import host_address
 from ..compile.strings.meminfo_layout import (ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, HEADER, STATE_WORDS,
                                               ArenaWord, MemInfo, block_bytes)
 
@@ -138,7 +139,7 @@ def read_scalars(mem: Any, items: list[tuple[Any, int]]) -> list[int]:
 
 
 def _address(mem: Any, array: Any) -> int:
-    return array.data.ptr if mem.gpu else array.ctypes.data
+    return array.data.ptr if mem.gpu else host_address(array)
 
 
 def _host_bytes(mem: Any, address: int, nbytes: int) -> np.ndarray:
