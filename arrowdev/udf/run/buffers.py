@@ -74,10 +74,7 @@ class Memory:
         if key not in _STAND_INS:  # outside arrowdev's accounting: it lives as long as the process
             if self.gpu:
                 with self.cp.cuda.Device(self.device.id):
-                    backing = self.cp.zeros(8, dtype=dtype)
-                    # zeroed on CuPy's current stream, which arrowdev's kernels do not wait for: done before any
-                    # of them is handed it (once per device and type)
-                    self.cp.cuda.get_current_stream().synchronize()
+                    backing = self.cp.zeros(8, dtype=dtype)  # on CuPy's current stream: no kernel reads it
                 _STAND_INS[key] = self.view(backing.data.ptr, 8, dtype, backing)
             else:
                 _STAND_INS[key] = np.zeros(8, dtype=dtype)
