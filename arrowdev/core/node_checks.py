@@ -515,21 +515,13 @@ def device_view(device_id: int) -> tuple[Any, Any, Any]:
     """(CuPy, a function viewing ``count`` elements of ``dtype`` of a device frame from element ``start``, the
     scope the checks run in: the frames' GPU current, arrowdev's stream there): what
     :class:`~arrowdev.core.value_checks.ArrayValues` checks device frames with."""
-    import contextlib
-
     from ..gpu import runtime
 
     cp = runtime.cupy()
-
-    def scope() -> Any:
-        stack = contextlib.ExitStack()
-        stack.enter_context(cp.cuda.Device(device_id))
-        stack.enter_context(runtime.stream_for(device_id))
-        return stack
 
     def view(frame: Frame, dtype: Any, start: int, count: int) -> Any:
         itemsize = np.dtype(dtype).itemsize
         memory = cp.cuda.UnownedMemory(frame[0] + start * itemsize, count * itemsize, None, device_id)
         return cp.ndarray(count, dtype, cp.cuda.MemoryPointer(memory, 0))
 
-    return cp, view, scope
+    return cp, view, lambda: runtime.on_stream(device_id)

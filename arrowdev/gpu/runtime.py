@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import threading
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -119,6 +119,15 @@ def on_device(device_id: int) -> Any:
     costs less than CuPy's switch and switch back, on paths taken once per UDF call)."""
     cp = cupy()
     return ALREADY_CURRENT if cp.cuda.runtime.getDevice() == device_id else cp.cuda.Device(device_id)
+
+
+@contextlib.contextmanager
+def on_stream(device_id: int) -> Iterator[Any]:
+    """A context in which ``device_id`` is the current device and arrowdev's stream there the current stream
+    (CuPy work queued inside it is ordered with arrowdev's own, not on CUDA's legacy stream); yields the stream."""
+    cp = cupy()
+    with cp.cuda.Device(device_id), stream_for(device_id) as stream:  # the stream is made on its device
+        yield stream
 
 
 def stream_for(device_id: int, stream: Any = None) -> Any:
@@ -301,7 +310,7 @@ def count_set_bits(address: int, bit_offset: int, length: int, device_id: int) -
     first, end = bit_offset // 8, bit_offset + length
     last = (end - 1) // 8
     nbytes = last - first + 1
-    with cp.cuda.Device(device_id), stream_for(device_id):
+    with on_stream(device_id):
         mem = cp.cuda.UnownedMemory(address + first, nbytes, None, device_id)
         bits = cp.ndarray(nbytes, cp.uint8, cp.cuda.MemoryPointer(mem, 0))
         per_byte = _popcount_kernel(bits, np.int32(bit_offset % 8), np.int32(end - 8 * last), np.int64(nbytes - 1),

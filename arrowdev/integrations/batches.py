@@ -26,7 +26,7 @@ import inspect
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -41,7 +41,7 @@ from ..udf.run.apply import apply_columns
 from ..udf.run.callables import as_udf
 from ..udf.spec import UDF, function_key
 
-__all__ = ["AppendUDF", "HostUDF", "cast_result", "check_device", "check_new_column", "column_names", "engine"]
+__all__ = ["AppendUDF", "HostUDF", "cast_result", "check_device", "check_new_column", "column_names", "engine", "kept_per_function"]
 
 
 def engine(module: str, extra: str) -> Any:
@@ -100,17 +100,7 @@ class HostUDF:
         ``ad.pandas.apply``) finds the prepared calls and result types of the last one instead of preparing
         them again (about 150 us a query in Polars at 10^4 rows). A new object where ``f`` cannot be weakly
         referenced or an option cannot be hashed."""
-        try:
-            key = tuple(sorted(options.items()))
-            with _shared_lock:
-                found = _shared.setdefault(f, {}).get(key)
-        except TypeError:  # f not weakly referenceable, or an unhashable option
-            return cls(f, **options)
-        if found is None:
-            found = cls(f, **options)
-            with _shared_lock:
-                found = _shared[f].setdefault(key, found)
-        return found
+        return kept_per_function(_shared, f, options, lambda: cls(f, **options))
 
     def pyarrow_call(self, arrays: Sequence[Any]) -> Any:
         """``f`` over PyArrow arrays (one chunk each, in CPU memory) straight from their buffers, as a
@@ -262,7 +252,25 @@ class HostUDF:
 
 
 _shared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # f -> {options: HostUDF} (HostUDF.shared)
-_shared_lock = threading.Lock()
+_kept_lock = threading.Lock()
+T = TypeVar("T")
+
+
+def kept_per_function(table: weakref.WeakKeyDictionary, f: Callable[..., Any], options: dict[str, Any],
+                      make: Callable[[], T]) -> T:
+    """The object ``table`` keeps for ``f`` and ``options`` (``make()`` on first use), kept while ``f`` lives; a new
+    one, not kept, where ``f`` cannot be weakly referenced or an option cannot be hashed."""
+    try:
+        key = tuple(sorted(options.items()))
+        with _kept_lock:
+            found = table.setdefault(f, {}).get(key)
+    except TypeError:  # f not weakly referenceable, or an unhashable option
+        return make()
+    if found is None:
+        made = make()
+        with _kept_lock:
+            found = table[f].setdefault(key, made)
+    return found
 
 
 def _arity(f: Callable[..., Any]) -> int | None:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.types import DataType
-from .batches import HostUDF, engine
+from .batches import HostUDF, engine, kept_per_function
 
 __all__ = ["PolarsUDF", "udf"]
 
@@ -140,21 +140,13 @@ def udf(f: Callable[..., Any], *columns: Any, device: Any = None, null_aware: bo
 
 
 def _shared_call(f: Callable[..., Any], **options: Any) -> PolarsUDF:
-    """The :class:`PolarsUDF` of ``f`` with these options, kept while ``f`` lives: it holds nothing of its own
-    (its HostUDF and planning answers are shared already), and an expression written inline makes one per query
-    (making the expression took 29 us, 20 us with it kept). A new one where ``f`` cannot be weakly referenced, an
-    option cannot be hashed, or ``out_type`` is given (Polars' dtypes compare equal across time units and zones:
-    ``pl.Datetime("ms") == pl.Datetime``)."""
+    """The :class:`PolarsUDF` of ``f`` with these options, kept while ``f`` lives (it holds nothing of its own: its
+    HostUDF and planning answers are shared already; an expression written inline makes one per query). A new
+    one where ``out_type`` is given: Polars' dtypes compare equal across time units and zones
+    (``pl.Datetime("ms") == pl.Datetime``), so they cannot key a table."""
     if options.get("out_type") is not None:
         return PolarsUDF(f, **options)
-    try:
-        key = tuple(options.items())
-        found = _calls.setdefault(f, {}).get(key)
-    except TypeError:
-        return PolarsUDF(f, **options)
-    if found is None:
-        found = _calls[f].setdefault(key, PolarsUDF(f, **options))
-    return found
+    return kept_per_function(_calls, f, options, lambda: PolarsUDF(f, **options))
 
 
 @functools.cache

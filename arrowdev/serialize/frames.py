@@ -115,7 +115,7 @@ def _plan(obj: Any, source: Device, ready: bool, piece_bytes: int | None = None,
     ``piece_bytes`` (CPU data only): chunks whose frames would pass it are sent as row ranges under it,
     each a chunk of its own (:func:`host_frames`). The header is the caller's to change (a copy of the kept one).
     ``schema``: the header carries the serialized schema (made when first asked for: Dask's ``sizeof`` of
-    every task's result needs the sizes alone, and the schema was a fifth of its time)."""
+    every task's result needs the sizes alone)."""
     key = id(obj) if piece_bytes is None else (id(obj), piece_bytes)
     kept = _kept_plans.get(key)
     if kept is not None and kept[0]() is obj and kept[2] is None:  # a received object's plan, made when first asked

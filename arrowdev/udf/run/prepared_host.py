@@ -89,8 +89,6 @@ def _view(address: int, count: int, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(_ANY.from_address(address), dtype, count)
 
 
-
-
 def _layout(columns: list[Any]) -> tuple[tuple | None, list[Any], list[int]]:
     """(the layout part of a call's key, each column's one chunk, their null counts); a layout of None
     where a column is not one non-empty chunk in CPU memory or the lengths differ."""
