@@ -2,7 +2,11 @@
 and ``import_ipc`` wrapped in timers (medians over the handoffs, microseconds), and the first kernel split into
 its parts, in the exporter and a consumer process, as benchmarks/bench_ipc.py hands a table over.
 
-    python3 benchmarks/probes/ipc_handoff_parts.py [--gib 1.0] [--runs 40] [--profile DIR]
+    python3 benchmarks/probes/ipc_handoff_parts.py [--gib 1.0] [--runs 40] [--reader cupy|torch] [--profile DIR]
+
+``--reader torch``: the first kernel is PyTorch's sum over ``torch.from_dlpack(column)`` (bench_ipc's
+``--reader torch``), split into the DLPack export, torch's view and the sum; PyTorch's steps are timed again after
+it, and over the consumer's own memory.
 
 ``--profile DIR``: instead of the timers, cProfile around every ``export_ipc`` (the exporter) and every
 ``import_ipc`` and drop (the consumer), the functions by their own time written to DIR/ipc_profile_export.txt and
@@ -88,6 +92,40 @@ def _after_the_first_kernel(cupy, column, own) -> dict[str, float]:  # noqa: ANN
     return spent
 
 
+def _torch_after(torch, column, own) -> dict[str, float]:  # noqa: ANN001
+    """PyTorch's parts of a first kernel again, apart: arrowdev's DLPack export alone (on the stream torch names),
+    torch's view, the sum over the imported memory and over the consumer's own memory."""
+    stream = torch.cuda.current_stream().cuda_stream or 1
+    mine = torch.from_dlpack(own)
+    spent = {}
+    for name, call in [("again: column.__dlpack__(stream)", lambda: column.__dlpack__(stream=stream)),
+                       ("again: torch.from_dlpack(column)", lambda: torch.from_dlpack(column)),
+                       ("again: torch sum (float) imported", lambda: float(torch.from_dlpack(column).sum())),
+                       ("again: torch sum (float), own memory", lambda: float(mine.sum()))]:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        call()
+        spent[name] = time.perf_counter() - start
+    return spent
+
+
+def _first_kernel(reader: str, cupy, column) -> tuple[float, dict[str, float]]:  # noqa: ANN001
+    """The first kernel over an imported column, by ``reader``: its sum and its parts' times."""
+    t0 = time.perf_counter()
+    if reader == "torch":
+        import torch
+
+        view = torch.from_dlpack(column)
+    else:
+        view = cupy.asarray(column)
+    t1 = time.perf_counter()
+    launched = view.sum()
+    t2 = time.perf_counter()
+    total = float(launched)
+    t3 = time.perf_counter()
+    return total, {f"{reader} view of the column": t1 - t0, "sum launched": t2 - t1, "sum finished (float)": t3 - t2}
+
+
 def _profiled(profile: cProfile.Profile | None) -> contextlib.AbstractContextManager:
     return profile if profile is not None else contextlib.nullcontext()
 
@@ -100,7 +138,7 @@ def _write_profile(profile: cProfile.Profile | None, directory: str | None, side
         pstats.Stats(profile, stream=fh).sort_stats("cumtime").print_stats(45)
 
 
-def _consumer(conn, profile_dir) -> None:  # noqa: ANN001
+def _consumer(conn, profile_dir, reader) -> None:  # noqa: ANN001
     import cupy
 
     import arrowdev as ad
@@ -122,19 +160,17 @@ def _consumer(conn, profile_dir) -> None:  # noqa: ANN001
         t1 = time.perf_counter()
         column = table.column(0)
         t2 = time.perf_counter()
-        view = cupy.asarray(column)
-        t3 = time.perf_counter()
-        launched = view.sum()
-        t4 = time.perf_counter()
-        total = float(launched)
-        t4b = time.perf_counter()
+        total, first = _first_kernel(reader, cupy, column)
         after = _after_the_first_kernel(cupy, column, own)
+        if reader == "torch":
+            import torch
+
+            after.update(_torch_after(torch, column, own))
         t5 = time.perf_counter()
         with _profiled(profile):
-            del table, column, view
+            del table, column
         t6 = time.perf_counter()
-        rows.append({"import_ipc": t1 - t0, **spent, "table.column(0)": t2 - t1, "cupy.asarray(column)": t3 - t2,
-                     "sum launched": t4 - t3, "sum finished (float)": t4b - t4, "drop": t6 - t5, **after})
+        rows.append({"import_ipc": t1 - t0, **spent, "table.column(0)": t2 - t1, **first, "drop": t6 - t5, **after})
         conn.send(total)
     _write_profile(profile, profile_dir, "import")
     conn.send(_medians(rows[1:]))
@@ -144,6 +180,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--reader", choices=("cupy", "torch"), default="cupy")
     parser.add_argument("--profile", default=None, metavar="DIR", help="cProfile instead of the timers, into DIR")
     args = parser.parse_args()
     import numpy as np
@@ -159,7 +196,7 @@ def main() -> None:
         _wrap(EXPORT_STEPS, spent)
     ctx = multiprocessing.get_context("spawn")
     mine, theirs = ctx.Pipe()
-    consumer = ctx.Process(target=_consumer, args=(theirs, args.profile))
+    consumer = ctx.Process(target=_consumer, args=(theirs, args.profile, args.reader))
     consumer.start()
     rows = []
     for _ in range(args.runs + 1):
