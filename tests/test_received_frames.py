@@ -396,6 +396,33 @@ def test_gpu_device_frames_with_bad_values_are_refused(monkeypatch, pack):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("pack", [False, True])
+def test_gpu_device_frames_still_written_on_cupys_stream_are_read_after_it(monkeypatch, pack):
+    """Device frames name no stream: their checks, and every read of the received column on arrowdev's stream,
+    wait for the work queued on the device's current stream (CuPy's; CUDA's legacy stream here), where these
+    frames are still being copied in behind ~0.1 s of spinning. arrowdev's stream is non-blocking and does not
+    wait for that stream by itself: the checks read the frames before the copy (a bitmap of zeros, refused as
+    valid data with more nulls than its header says)."""
+    import cupy
+    from distributed.protocol import deserialize
+    from support.slow_write import slow_write
+
+    data = pa.array([None if i % 7 == 3 else "x" * (i % 11) for i in range(5000)])
+    header, frames = _device_sent(data, monkeypatch, pack)
+    originals = [f.copy() for f in frames]
+    for f in frames:
+        f.fill(0)
+    cupy.cuda.Device().synchronize()
+    legacy = cupy.cuda.Stream.null
+    slow_write(cupy, cupy.empty(1, dtype=cupy.int64), legacy)
+    with legacy:
+        for f, original in zip(frames, originals):
+            cupy.copyto(f, original)  # queued behind the spinning kernel; the host goes on at once
+    got = deserialize(header, frames, deserializers=("cuda",))
+    assert got.to_pylist() == data.to_pylist()
+
+
+@pytest.mark.gpu
 def test_gpu_a_device_frame_too_short_is_refused_before_any_read(monkeypatch):
     from distributed.protocol import deserialize
 

@@ -524,4 +524,6 @@ def device_view(device_id: int) -> tuple[Any, Any, Any]:
         memory = cp.cuda.UnownedMemory(frame[0] + start * itemsize, count * itemsize, None, device_id)
         return cp.ndarray(count, dtype, cp.cuda.MemoryPointer(memory, 0))
 
-    return cp, view, lambda: runtime.on_stream(device_id)
+    # frames name no stream: the checks (and every later read on arrowdev's stream) wait for the work queued on the
+    # device's current stream, where a frame's producer (CuPy, distributed) wrote it unless it waited itself
+    return cp, view, lambda: runtime.on_stream(device_id, after_current=True)

@@ -122,12 +122,23 @@ def on_device(device_id: int) -> Any:
 
 
 @contextlib.contextmanager
-def on_stream(device_id: int) -> Iterator[Any]:
+def on_stream(device_id: int, after_current: bool = False) -> Iterator[Any]:
     """A context in which ``device_id`` is the current device and arrowdev's stream there the current stream
-    (CuPy work queued inside it is ordered with arrowdev's own, not on CUDA's legacy stream); yields the stream."""
+    (CuPy work queued inside it is ordered with arrowdev's own, not on CUDA's legacy stream); yields the stream.
+    ``after_current``: the stream first waits for the work already queued on CuPy's current stream of the device
+    (CUDA's legacy stream unless the caller made another current), where memory that names no stream of its own
+    (received device frames) was written: arrowdev's stream is non-blocking, so it would not wait otherwise."""
     cp = cupy()
-    with cp.cuda.Device(device_id), stream_for(device_id) as stream:  # the stream is made on its device
-        yield stream
+    with cp.cuda.Device(device_id):
+        stream = stream_for(device_id)  # made on its device
+        if after_current:
+            current = cp.cuda.get_current_stream()
+            if current.ptr != stream.ptr:
+                written = cp.cuda.Event(disable_timing=True)
+                written.record(current)
+                stream.wait_event(written)
+        with stream:
+            yield stream
 
 
 def stream_for(device_id: int, stream: Any = None) -> Any:
