@@ -288,7 +288,7 @@ class ArrowTable:
         columns = [c.slice(offset, length) for c in self._columns]
         start = min(max(offset, 0), self._num_rows)
         rows = self._num_rows - start if length is None else min(length, self._num_rows - start)
-        return ArrowTable(columns, rows, self._metadata)
+        return ArrowTable(columns, rows, self._metadata, schema=self._schema)  # the same columns' types and names
 
     # ---- devices -------------------------------------------------------------------------------
 
@@ -479,8 +479,10 @@ class ArrowTable:
     def _build_batches(self) -> list[Any]:
         device = self.device
         batches = []
-        for lo, hi in _chunked.aligned_bounds(self._columns, self._num_rows):
-            pieces = [_chunked.exportable_chunks(col.slice(lo, hi - lo))[0] for col in self._columns]
+        bounds = _chunked.aligned_bounds(self._columns, self._num_rows)
+        whole = len(bounds) == 1 and all(col.num_chunks == 1 for col in self._columns)  # no column to slice
+        for lo, hi in bounds:
+            pieces = [_chunked.exportable_chunks(col if whole else col.slice(lo, hi - lo))[0] for col in self._columns]
             # the columns' producers (a copy, a UDF) become the batch's: consumers wait on the batch's event
             event, keep = _chunked.joined_sync_event(pieces, device)
             batches.append(_capsules.build(self.schema, hi - lo, 0, 0, [0], pieces, device_type=device.code,

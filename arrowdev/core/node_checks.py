@@ -94,16 +94,18 @@ def schema_of(data: bytes) -> tuple[DataType, Shape]:
         raise refuse("schema", "Arrow IPC schema bytes", f"bytes PyArrow cannot read ({type(e).__name__}: {e})")
 
 
-def values_for(frames: list[Frame], device_id: int | None) -> Any:
+def values_for(frames: list[Frame], device_id: int | None, after_current: bool = True) -> Any:
     """What checks the values of ``frames`` ((address, size, on a device) each): the native core on host frames,
-    CuPy on device frames (``device_id``: their GPU); frames in both places are refused."""
+    CuPy on device frames (``device_id``: their GPU); frames in both places are refused. ``after_current``: device
+    frames may still be written on the device's current stream (received frames name no stream); False where
+    nothing in this process wrote them (memory mapped from another process, which waited before exporting)."""
     on_device = [f[2] for f in frames]
     if any(on_device) and not all(d or f[1] == 0 for d, f in zip(on_device, frames)):
         raise refuse("frames", "frames all in host memory or all on a device", "a mix")
     if device_id is None:
         return HostValues()
     _on_one_gpu(frames, device_id)
-    return ArrayValues(*device_view(device_id))
+    return ArrayValues(*device_view(device_id, after_current))
 
 
 def _on_one_gpu(frames: list[Frame], device_id: int) -> None:
@@ -511,10 +513,11 @@ class _Walk:
             self.values.run_ends(where, frame, ends_shape.width // 8, ends.offset, runs, node.end)
 
 
-def device_view(device_id: int) -> tuple[Any, Any, Any]:
+def device_view(device_id: int, after_current: bool = True) -> tuple[Any, Any, Any]:
     """(CuPy, a function viewing ``count`` elements of ``dtype`` of a device frame from element ``start``, the
-    scope the checks run in: the frames' GPU current, arrowdev's stream there): what
-    :class:`~arrowdev.core.value_checks.ArrayValues` checks device frames with."""
+    scope the checks run in: the frames' GPU current, arrowdev's stream there, after the work queued on the
+    device's current stream where ``after_current``): what :class:`~arrowdev.core.value_checks.ArrayValues`
+    checks device frames with."""
     from ..gpu import runtime
 
     cp = runtime.cupy()
@@ -524,6 +527,6 @@ def device_view(device_id: int) -> tuple[Any, Any, Any]:
         memory = cp.cuda.UnownedMemory(frame[0] + start * itemsize, count * itemsize, None, device_id)
         return cp.ndarray(count, dtype, cp.cuda.MemoryPointer(memory, 0))
 
-    # frames name no stream: the checks (and every later read on arrowdev's stream) wait for the work queued on the
-    # device's current stream, where a frame's producer (CuPy, distributed) wrote it unless it waited itself
-    return cp, view, lambda: runtime.on_stream(device_id, after_current=True)
+    # received frames name no stream: the checks (and every later read on arrowdev's stream) wait for the work
+    # queued on the device's current stream, where a frame's producer (CuPy, distributed) wrote it unless it waited
+    return cp, view, lambda: runtime.on_stream(device_id, after_current=after_current)

@@ -247,6 +247,16 @@ class DataType:
 
         return pa.field(self).type
 
+    @cached_property
+    def ipc_schema(self) -> bytes:
+        """The Arrow IPC encoding of a schema of one field of this type, name and metadata included (PyArrow
+        writes it), as serialized frames and CUDA IPC descriptions carry it; kept with the type, which never
+        changes (a table's slices share their schema, and each send or export of them would write it again)."""
+        import pyarrow as pa
+
+        encoded: bytes = pa.schema([pa.field(self)]).serialize().to_pybytes()
+        return encoded
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DataType):
             try:  # a PyArrow type, field or any other producer of a schema: compared as its type

@@ -100,7 +100,7 @@ class CudaCalls:
         """What checks the values in mapped buffers: CuPy on the GPU (core/node_checks.py)."""
         from ..core.node_checks import values_for
 
-        return values_for(frames, device_id)
+        return values_for(frames, device_id, after_current=False)  # the exporter waited for its writes
 
 
 calls = CudaCalls()
@@ -189,8 +189,6 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
     if known is not None and known.handle is not None:
         registry.extend_hold(known, hold)
         return known.handle
-    import pyarrow as pa
-
     is_table = not isinstance(obj, _chunked.ColumnCore)
     col = obj.to_struct_array() if is_table else obj  # a table's record batches, as one struct column
     device = col.device
@@ -216,8 +214,7 @@ def export_ipc(obj: Any, hold: float = 0.0) -> bytes:
               "device_uuid": calls.device_uuid(device.id), "handles": walker.handles, "leases": targets,
               "chunks": nodes}
     encoded = json.dumps(header).encode()
-    schema = pa.schema([pa.field(col.type)]).serialize().to_pybytes()
-    data = _MAGIC + len(encoded).to_bytes(8, "little") + encoded + schema
+    data = _MAGIC + len(encoded).to_bytes(8, "little") + encoded + col.type.ipc_schema
     if export is not None:
         export.handle = data
     return data

@@ -126,7 +126,7 @@ def _plan(obj: Any, source: Device, ready: bool, piece_bytes: int | None = None,
         kept = _kept_plans.get(key)
     if kept is not None and kept[0]() is obj:
         if schema and "schema" not in kept[1]:
-            kept[1]["schema"] = _schema_bytes(_schema_of(obj))
+            kept[1]["schema"] = _schema_of(obj).ipc_schema
         return dict(kept[1]), kept[2]
     if piece_bytes is not None:
         header, spans = _plan(obj, source, ready)
@@ -134,7 +134,7 @@ def _plan(obj: Any, source: Device, ready: bool, piece_bytes: int | None = None,
             return header, spans  # nothing to cut
     header, spans = _make_plan(obj, source, ready, piece_bytes)
     if schema:
-        header["schema"] = _schema_bytes(_schema_of(obj))
+        header["schema"] = _schema_of(obj).ipc_schema
     _keep_plan(obj, header, spans, piece_bytes)
     return dict(header), spans
 
@@ -177,12 +177,6 @@ def nbytes(obj: Any) -> int:
     buffers counted once)."""
     _, spans = _plan(obj, obj.device, ready=False, schema=False)
     return sum(size for _, size in spans)
-
-
-def _schema_bytes(dtype: DataType) -> bytes:
-    import pyarrow as pa
-
-    return pa.schema([pa.field(dtype)]).serialize().to_pybytes()
 
 
 # ---- sending ------------------------------------------------------------------------------------
