@@ -288,7 +288,7 @@ class ArrowTable:
         columns = [c.slice(offset, length) for c in self._columns]
         start = min(max(offset, 0), self._num_rows)
         rows = self._num_rows - start if length is None else min(length, self._num_rows - start)
-        return ArrowTable(columns, rows, self._metadata, schema=self._schema)  # the same columns' types and names
+        return ArrowTable(columns, rows, self._metadata, schema=self.schema)  # the same columns' types and names
 
     # ---- devices -------------------------------------------------------------------------------
 

@@ -164,11 +164,12 @@ def _shareable(col: Any, chunks: list[Any], device: Device) -> tuple[list[Any], 
     of a UDF, :mod:`arrowdev.gpu.growable`: CUDA's legacy IPC cannot share it) copies of them in pool memory, which
     the export's lease keeps."""
     from ..gpu.growable import is_growable
-    from . import transfer
 
     trees = [layout.Node.of(held) for held in chunks]
     if not any(is_growable(a) for tree in trees for a in _addresses(tree)):
         return chunks, trees
+    from . import transfer
+
     read = _chunked.planning_reader([col], ready=True)
     dtype = _chunked.dtype(col)
     items = [(dtype, held, held.null_count, read, 0) for held in chunks]
@@ -339,7 +340,8 @@ def import_ipc(data: bytes) -> Any:
         frames = [(bases[handle] + offset, sizes[handle] - offset, True) for handle, offset in places]
         ipc_checks.check_after_mapping(shape, frames_header, places, frames, calls.value_checks(frames, device_id))
         device = Device("cuda", device_id)
-        chunks = [_build(dtype, node, bases, sizes, imported, device) for node in header["chunks"]]
+        addresses = [address for address, _, _ in frames]
+        chunks = [_build(dtype, node, addresses, imported, device) for node in frames_header["columns"][0]]
     except BaseException:
         imported.release(failed=True)
         raise
@@ -352,28 +354,15 @@ def _mapped_size(imported: _Imported, base: int) -> int:
     return next((m.mapped_size for m in imported.mappings if m.base == base), None) or calls.allocation(base)[1]
 
 
-def _build(dtype: DataType, node: Any, bases: list[int], sizes: list[int], keep: _Imported, device: Device) -> Any:
-    if not isinstance(node, dict) or not all(isinstance(node.get(k), int) for k in ("length", "offset", "null_count")):
-        raise InvalidArrowError(f"a node of the IPC handle is malformed: {str(node)[:200]}")
-    buffers = []
-    for entry in node.get("buffers", ()):
-        if entry is None:
-            buffers.append(0)
-            continue
-        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, int) for x in entry)
-                and 0 <= entry[0] < len(bases) and 0 <= entry[1] < sizes[entry[0]]):
-            raise InvalidArrowError(f"a buffer of the IPC handle is not (handle index, offset inside its "
-                                    f"allocation): {entry!r}")
-        buffers.append(bases[entry[0]] + entry[1])
-    children, dictionary = node.get("children"), node.get("dictionary")
-    if not isinstance(children, list) or len(children) != len(dtype.children):
-        raise InvalidArrowError(f"the IPC handle's node has {children!r:.60} children, its type {dtype} "
-                                f"{len(dtype.children)}")
-    built = [_build(t, child, bases, sizes, keep, device) for t, child in zip(dtype.children, children)]
-    if (dictionary is None) != (dtype.value_type is None):
-        raise InvalidArrowError(f"the IPC handle's dictionary does not fit its type {dtype}")
-    held_dictionary = None if dictionary is None else _build(dtype.value_type, dictionary, bases, sizes, keep, device)
-    return _capsules.build(dtype, node["length"], node["null_count"], node["offset"], buffers, built, held_dictionary,
+def _build(dtype: DataType, node: list, addresses: list[int], keep: _Imported, device: Device) -> Any:
+    """A held array over the mapped memory, from a node the checks passed (``ipc_checks``: a frame header's node,
+    each buffer naming a frame; ``addresses``: each frame's address here). The checks saw every field, the
+    children and dictionary against the type and every buffer inside its allocation: nothing is checked again."""
+    length, null_count, offset, entries, children, dictionary = node
+    buffers = [0 if entry is None else addresses[entry[0]] for entry in entries]
+    built = [_build(t, child, addresses, keep, device) for t, child in zip(dtype.children, children)]
+    held_dictionary = None if dictionary is None else _build(dtype.value_type, dictionary, addresses, keep, device)
+    return _capsules.build(dtype, length, null_count, offset, buffers, built, held_dictionary,
                            device_type=device.code, device_id=device.id, keepalive=keep)
 
 

@@ -40,6 +40,8 @@ def _check(api: Any, result: Any, what: str) -> Any:
 
 def is_growable(address: int) -> bool:
     """True when ``address`` lies in a live :class:`GrowableBuffer`."""
+    if not _live:  # none live (the common case: no lock to take)
+        return False
     with _live_lock:
         return any(base <= address < base + size for base, size in _live.items())
 
