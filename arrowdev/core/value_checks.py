@@ -249,13 +249,20 @@ class ArrayValues:
 
 class SizesOnly:
     """No value is read: the frames are not mapped yet (CUDA IPC before ``cudaIpcOpenMemHandle``). Checking a
-    header with it checks everything but the values; the values are checked once the memory is mapped."""
+    header with it checks everything but the values; the values are checked once the memory is mapped, where
+    ``wanted`` says the walk came to any (a header of numbers without nulls has none: no second walk then)."""
 
-    def _nothing(self, *args: Any) -> None:
+    def __init__(self) -> None:
+        self.wanted = False
+
+    def _later(self, *args: Any) -> None:
+        self.wanted = True
         return None
 
     def scope(self) -> ContextManager[Any]:
         return contextlib.nullcontext()
 
-    nulls = offsets = indices = views = list_views = run_ends = union = last_offset = variadic_sizes = _nothing
-    finish = _nothing
+    nulls = offsets = indices = views = list_views = run_ends = union = last_offset = variadic_sizes = _later
+
+    def finish(self) -> None:
+        return None

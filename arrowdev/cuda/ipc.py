@@ -322,7 +322,7 @@ def import_ipc(data: bytes) -> Any:
     checked against its type and the allocations' sizes before any lease is taken or handle opened, each mapping's
     size and the values in the buffers before anything reads them (:mod:`arrowdev.cuda.ipc_checks`)."""
     header, schema = parse_handle(data)
-    dtype, shape, frames_header, places = ipc_checks.check_before_mapping(header, schema)
+    dtype, shape, frames_header, places, values_wanted = ipc_checks.check_before_mapping(header, schema)
     if header["host"] != socket.gethostname():
         raise InvalidArrowError(f"the IPC handle comes from another node ({header['host']!r}); this is "
                                 f"{socket.gethostname()!r}: CUDA IPC works between processes of one node")
@@ -338,7 +338,8 @@ def import_ipc(data: bytes) -> Any:
     try:
         ipc_checks.check_mapped_sizes(sizes, [_mapped_size(imported, base) for base in bases])
         frames = [(bases[handle] + offset, sizes[handle] - offset, True) for handle, offset in places]
-        ipc_checks.check_after_mapping(shape, frames_header, places, frames, calls.value_checks(frames, device_id))
+        if values_wanted:  # the walk before mapping saw every node and size: only values are left to check
+            ipc_checks.check_after_mapping(shape, frames_header, places, frames, calls.value_checks(frames, device_id))
         device = Device("cuda", device_id)
         addresses = [address for address, _, _ in frames]
         chunks = [_build(dtype, node, addresses, imported, device) for node in frames_header["columns"][0]]

@@ -50,9 +50,10 @@ def frame_nodes(node: Any, path: str, places: list[tuple[int, int]]) -> list:
 
 
 def check_before_mapping(header: dict[str, Any], schema: bytes) -> tuple[DataType, Shape, dict[str, Any],
-                                                                          list[tuple[int, int]]]:
+                                                                          list[tuple[int, int]], bool]:
     """Everything that needs no mapping, on a header whose own fields ``parse_handle`` checked: (type, shape, the
-    chunks as a frame header, each frame's (handle, offset)). Raises InvalidArrowError naming what was refused."""
+    chunks as a frame header, each frame's (handle, offset), whether any value inside the buffers is to be checked
+    once mapped). Raises InvalidArrowError naming what was refused."""
     dtype, shape = schema_of(bytes(schema))
     places: list[tuple[int, int]] = []
     nodes = [frame_nodes(node, f"chunks[{k}]", places) for k, node in enumerate(header["chunks"])]
@@ -64,8 +65,9 @@ def check_before_mapping(header: dict[str, Any], schema: bytes) -> tuple[DataTyp
     rows = sum(n[0] for n in nodes if type(n[0]) is int)
     frames_header = {"kind": "column", "columns": [nodes], "rows": rows}
     unmapped = [(0, sizes[handle] - offset, True) for handle, offset in places]  # address 0: not mapped, not read
-    check_columns(frames_header, shape, unmapped, SizesOnly(), *_names(places))
-    return dtype, shape, frames_header, places
+    sizes_only = SizesOnly()
+    check_columns(frames_header, shape, unmapped, sizes_only, *_names(places))
+    return dtype, shape, frames_header, places, sizes_only.wanted
 
 
 def check_mapped_sizes(sizes: list[int], mapped: list[int]) -> None:
