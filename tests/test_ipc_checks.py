@@ -130,6 +130,16 @@ def test_bad_values_in_the_buffers_are_refused_once_mapped(fake):
     assert len(ad.import_ipc(data)) == 3  # the values put back: accepted
 
 
+@pytest.mark.parametrize("values, wanted", [(pa.array([1.5, 2.5]), False), (pa.array([1.5, None]), True),
+                                            (pa.array(["ab", "c"]), True),
+                                            (pa.array([b"ab", b"c"], pa.large_binary()), True)])
+def test_only_descriptions_with_values_to_check_are_walked_again_once_mapped(fake, values, wanted):
+    """The walk before mapping says whether any value inside the buffers waits to be checked (a null count against
+    its bitmap, offsets): numbers without nulls need no second walk once mapped."""
+    header, schema = ipc.parse_handle(fake_ipc.device_column(fake, values).export_ipc())
+    assert ipc.ipc_checks.check_before_mapping(header, schema)[4] is wanted
+
+
 def test_a_description_from_another_host_is_refused(fake):
     col = fake_ipc.device_column(fake, pa.array([1.5]))
     _refused(with_ipc_header(col.export_ipc(), host="elsewhere"), "another node")
