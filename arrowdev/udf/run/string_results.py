@@ -73,6 +73,7 @@ class Arena:
 
     def __init__(self, mem: Any, capacity: int) -> None:
         self.mem, self.capacity, self.meminfos, self.last_claimed = mem, capacity, 0, 0
+        self.shelved = False  # kept between calls, out of the live counts (:meth:`shelve`)
         _, self.base, self._bytes = mem.scratch(max(capacity, 1), np.uint8)
         allocator = ALLOCATOR_DEVICE_MALLOC if device_malloc_for_benchmarks and mem.gpu else ALLOCATOR_ARENA
         words = [0] * STATE_WORDS  # CLAIMED starts at 0
@@ -110,8 +111,21 @@ class Arena:
         self.meminfos += walked  # an arena reused by the next batch counts each launch's once
         _count(meminfos_made=walked)
 
-    def __del__(self) -> None:
+    def shelve(self) -> None:
+        """Kept for a later call once its strings are copied out (a prepared CPU call keeps one per thread): not
+        counted live meanwhile (``debug.leak_check`` counts the arenas of calls under way), until
+        :meth:`unshelve`, or released as it is when dropped from the shelf."""
         _count(arenas_live=-1, arena_bytes_live=-self.capacity, meminfos_released=self.meminfos)
+        self.meminfos, self.shelved = 0, True
+
+    def unshelve(self) -> None:
+        """Taken off the shelf by the call that reuses it: counted live again."""
+        _count(arenas_live=1, arena_bytes_live=self.capacity)
+        self.shelved = False
+
+    def __del__(self) -> None:
+        if not self.shelved:
+            _count(arenas_live=-1, arena_bytes_live=-self.capacity, meminfos_released=self.meminfos)
 
 
 def _on(mem: Any, values: np.ndarray) -> Any:
