@@ -76,6 +76,20 @@ def test_prepared_strings_keep_the_asked_type_and_free_nothing_in_use(string_typ
         got.to_pyarrow().validate(full=True)
 
 
+def test_a_prepared_string_calls_arena_kept_for_the_next_is_no_leak(general_calls):
+    """A prepared string call keeps its arena for the thread's next call (out of the live counts meanwhile):
+    ``leak_check`` around calls that reuse it, and around one whose rows outgrow it, finds nothing live."""
+    f = lambda s: s + "!"  # noqa: E731
+    short = ad.column(pa.array(["ab", "cde", ""] * 700))
+    longer = ad.column(pa.array(["x" * 300, "y"] * 1000))
+    short.apply(f)
+    short.apply(f)  # prepared now, its arena kept
+    with ad.debug.leak_check():
+        for col in (short, short, longer, short):
+            assert col.apply(f).to_pylist() == [v + "!" for v in col.to_pylist()]
+    assert len(general_calls) <= 2  # each layout's first call (the longer column is another)
+
+
 def test_prepared_strings_of_two_nullable_columns(general_calls):
     a = ad.column(_nulls(["ab", "", "é"] * 300, every=5))
     b = ad.column(_nulls(["x", "yz", ""] * 300, every=4, type=pa.large_string()))[1:]
