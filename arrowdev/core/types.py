@@ -251,7 +251,13 @@ class DataType:
     def ipc_schema(self) -> bytes:
         """The Arrow IPC encoding of a schema of one field of this type, name and metadata included (PyArrow
         writes it), as serialized frames and CUDA IPC descriptions carry it; kept with the type, which never
-        changes (a table's slices share their schema, and each send or export of them would write it again)."""
+        changes (a table's slices share their schema, and each send or export of them would write it again).
+
+        >>> import pyarrow as pa, arrowdev as ad
+        >>> t = ad.DataType.from_arrow(pa.field("x", pa.int32()))
+        >>> pa.ipc.read_schema(pa.py_buffer(t.ipc_schema)).field(0)
+        pyarrow.Field<x: int32>
+        """
         import pyarrow as pa
 
         encoded: bytes = pa.schema([pa.field(self)]).serialize().to_pybytes()
