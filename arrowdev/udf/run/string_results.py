@@ -115,17 +115,22 @@ class Arena:
         """Kept for a later call once its strings are copied out (a prepared CPU call keeps one per thread): not
         counted live meanwhile (``debug.leak_check`` counts the arenas of calls under way), until
         :meth:`unshelve`, or released as it is when dropped from the shelf."""
-        _count(arenas_live=-1, arena_bytes_live=-self.capacity, meminfos_released=self.meminfos)
-        self.meminfos, self.shelved = 0, True
+        self._counted_out()
+        self.shelved = True
 
     def unshelve(self) -> None:
         """Taken off the shelf by the call that reuses it: counted live again."""
         _count(arenas_live=1, arena_bytes_live=self.capacity)
         self.shelved = False
 
+    def _counted_out(self) -> None:
+        """Out of the live counts, its MemInfos counted released (each launch's once)."""
+        _count(arenas_live=-1, arena_bytes_live=-self.capacity, meminfos_released=self.meminfos)
+        self.meminfos = 0
+
     def __del__(self) -> None:
         if not self.shelved:
-            _count(arenas_live=-1, arena_bytes_live=-self.capacity, meminfos_released=self.meminfos)
+            self._counted_out()
 
 
 def _on(mem: Any, values: np.ndarray) -> Any:
