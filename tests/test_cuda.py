@@ -216,6 +216,7 @@ def test_bools_from_a_cuda_array_are_packed_after_their_producers_stream(cupy, h
     slow = cupy.cuda.Stream(non_blocking=True)
     raw = cupy.zeros(4096, dtype=cupy.int64)
     if held == "producer's stream":
+        slow.wait_event(cupy.cuda.get_current_stream().record())  # the zeros first (held back too, under a hold)
         slow_write(cupy, raw, slow)  # i + 1000 into every item, after ~0.1 s
     else:
         raw[...] = cupy.arange(4096, dtype=cupy.int64) + 1000
