@@ -232,10 +232,18 @@ def _peak_of(call):
 @pytest.mark.gpu
 @pytest.mark.parametrize("string_type", ["string", "large_string", "string_view"])
 def test_gpu_string_outputs_over_many_ranges_equal_python(small_ranges, string_type):
-    source = strings(20000)
+    """Pipelined ranges (each range's validity packed into the bitmap by its finishing kernel; the last range's
+    rows not a whole number of bytes), nulls in and, null-aware, nulls made."""
+    source = strings(20003)
     for f, expected in UDFS.values():
         out = ad.column(source).to_device().apply(f, string_type=string_type)
         assert out.to_pylist() == expected(source).to_pylist()
+        assert out.null_count == expected(source).null_count
+    marked = ad.column(source).to_device().apply(lambda s: ad.NA if s is ad.NA or s[-1:] == "3" else s + "!",
+                                                 null_aware=True, string_type=string_type)
+    want = [None if v is None or v.endswith("3") else v + "!" for v in source.to_pylist()]
+    assert marked.to_pylist() == want
+    assert marked.null_count == sum(v is None for v in want)
 
 
 def _waits_of(call):

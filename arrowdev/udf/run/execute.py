@@ -68,8 +68,10 @@ def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutpu
             start = starts[k]
             b = (starts[k + 1] if k + 1 < len(starts) else n) - start
             if pipe is not None:
-                pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values)
-                output.add_batch(start, b, strings=False)
+                validity = (output.flags, output.bitmap) if output.writes_flags else None
+                packed = pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values,
+                                   validity)
+                output.add_batch(start, b, strings=False, packed=packed)
                 k += 1
                 if k == len(starts):
                     again = pipe.settle(starts)

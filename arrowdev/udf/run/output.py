@@ -74,14 +74,16 @@ class ChunkOutput:
         and their valid rows (the output's null count, which a reader would otherwise wait for)."""
         return _RangeReads(self, b) if self.mem.gpu and (self.sink is not None or self.writes_flags) else None
 
-    def add_batch(self, start: int, b: int, strings: bool = True, reads: _RangeReads | None = None) -> None:
+    def add_batch(self, start: int, b: int, strings: bool = True, reads: _RangeReads | None = None,
+                  packed: bool = False) -> None:
         """After the launch of rows [start, start + b): their strings gathered (unless ``strings`` is False: a
-        pipelined range gathers its own), their flags packed. ``reads``: what the host read of the launch."""
+        pipelined range gathers its own), their flags packed (unless ``packed``: a pipelined range's finishing
+        kernel packed them, uncounted). ``reads``: what the host read of the launch."""
         if self.sink is not None and strings:
             scanned = (reads.scan, reads.total) if reads is not None and reads.total is not None else None
             self.sink.add(self.values, start, b, scanned)
         if self.writes_flags and b:
-            valid = self.mem.pack_bits_into(self.flags, b, self.bitmap, start // 8)
+            valid = -1 if packed else self.mem.pack_bits_into(self.flags, b, self.bitmap, start // 8)
             if valid < 0 and reads is not None and reads.valid is not None:
                 valid = reads.valid
             self.valid_rows = -1 if valid < 0 or self.valid_rows < 0 else self.valid_rows + valid

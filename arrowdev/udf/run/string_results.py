@@ -331,10 +331,12 @@ _VIEWS_SOURCE = {
 
 # GPU, a pipelined range's end (string_sink.Pipeline), in one launch: its sizes' running sums (batch[1..b], batch[0]
 # unused) made absolute from the data's length before it (totals[parity]), written to the output's offsets; the
-# length after it (totals[1 - parity]: two slots, so no thread reads the one being written); and its flag: the
-# data passed the room, or its arena (claimed > capacity) overflowed.
+# length after it (totals[1 - parity]: two slots, so no thread reads the one being written); its flag: the data
+# passed the room, or its arena (claimed > capacity) overflowed; the arena emptied for the next range (the gather
+# after this reads the strings, not the claim); and, where `pack`, its rows' validity bytes packed into the
+# output's bitmap from bit `start` on (a multiple of 8). Each of those was a launch of its own, or CuPy's.
 _FINISH_RANGE_CUDA = """
-def finish_range(n, batch, totals, parity, out, start, limit, state, flags, k):
+def finish_range(n, batch, totals, parity, out, start, limit, state, flags, k, row_flags, bitmap, pack):
     i = cuda.grid(1)
     if i < n:
         value = totals[parity] + (batch[i] if i > 0 else 0)
@@ -344,6 +346,13 @@ def finish_range(n, batch, totals, parity, out, start, limit, state, flags, k):
         if i == n - 1:
             totals[1 - parity] = value
             flags[k] = 1 if value > limit or state[CLAIMED] > state[CAPACITY] else 0
+            state[CLAIMED] = 0
+        elif pack and (i & 7) == 0:
+            byte = 0
+            for j in range(min(8, n - 1 - i)):
+                if row_flags[i + j] != 0:
+                    byte |= 1 << j
+            bitmap[(start >> 3) + (i >> 3)] = byte
 """.replace("CLAIMED", str(int(ArenaWord.CLAIMED))).replace("CAPACITY", str(int(ArenaWord.CAPACITY)))
 
 _kernels: dict[tuple[str, str], Any] = {}
@@ -387,9 +396,11 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit
 
 
 def finish_range(mem: Any, b: int, batch: Any, totals: Any, parity: int, out: Any, start: int, limit: int,
-                 state: Any, flags: Any, k: int) -> None:
+                 state: Any, flags: Any, k: int, validity: tuple[Any, Any] | None = None) -> None:
     """GPU: ends pipelined range ``k`` of ``b`` rows (``_FINISH_RANGE_CUDA``); ``out`` the output's offsets
-    (int32 or int64), ``state`` the range's arena state (zeros without one); CuPy arrays or kernel arrays."""
+    (int32 or int64), ``state`` the range's arena state (zeros without one; left empty for the next range);
+    ``validity``: the kernel's bytes a row and the output's bitmap, packed into it (``start`` a multiple of 8);
+    CuPy arrays or kernel arrays."""
     wide = out.dtype == np.int64
     kernel = _fixed_kernel(f"string range finish {'int64' if wide else 'int32'}", {"cuda": _FINISH_RANGE_CUDA},
                            "finish_range", True)
@@ -397,9 +408,13 @@ def finish_range(mem: Any, b: int, batch: Any, totals: Any, parity: int, out: An
     def kernel_array(a: Any) -> Any:  # a CuPy array as a view kernels take (DeviceViews pass as they are)
         return mem.view(a.data.ptr, a.size, a.dtype, a) if hasattr(a, "data") else a
 
+    if validity is not None and start % 8:
+        raise ValueError(f"a range's validity is packed from a whole byte: expected a start that is a multiple "
+                         f"of 8, got {start}")
+    row_flags, bitmap = validity if validity is not None else (mem.stand_in(np.uint8), mem.stand_in(np.uint8))
     mem.launch(kernel, b + 1, [kernel_array(batch[:b + 1]), kernel_array(totals), np.int64(parity), out,
                                np.int64(start), np.int64(limit), kernel_array(state), kernel_array(flags),
-                               np.int64(k)])
+                               np.int64(k), row_flags, bitmap, np.int64(validity is not None)])
 
 
 def gather_with_offsets(n: int, pairs: Any, offsets: Any, at: int, total: int, data_address: int) -> None:

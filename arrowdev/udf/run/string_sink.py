@@ -215,6 +215,8 @@ class Pipeline:
         if arena_per_row is not None:
             need = int(arena_per_row * rows * _ARENA_MARGIN) + (64 << 10)
             self.arena = arena if arena is not None and arena.capacity >= need else Arena(mem, need)
+        if self.arena is not None:  # emptied once here; each range's finishing kernel empties it for the next
+            self.arena.reset()
         if not sink.buffers:
             sink._room(0)
         self.grows = sink.buffers[-1][1]
@@ -266,28 +268,28 @@ class Pipeline:
             self.grows.grow_to(nbytes + int(self.rate * (ahead - rows) * _DATA_MARGIN) + (2 << 20))
         return self.grows.mapped if self.sink.large else min(self.grows.mapped, results.STRING_LIMIT)
 
-    def step(self, k: int, start: int, b: int, launch: Any, pairs: Any) -> None:
+    def step(self, k: int, start: int, b: int, launch: Any, pairs: Any, validity: tuple[Any, Any] | None) -> bool:
         """Range ``k`` (rows [start, start + b)): launched, its checks flagged, its bytes gathered, its offsets
-        written; nothing read back."""
+        written, and where ``validity`` (the kernel's bytes a row, the output's bitmap) its rows' validity
+        packed; nothing read back. Whether the validity was packed (the caller packs it otherwise)."""
         self._learn(k, start + b)
         limit = self._room(start + b, b)
-        if self.arena is not None:
-            self.arena.reset()
         launch(self.arena)
         cp, mem = self.cp, self.mem
         with mem.on_device():
             cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=self.batch[1:b + 1])
+            event = cp.cuda.Event(disable_timing=True)  # an event belongs to the device current when it is made
         state = self.arena.state if self.arena is not None else self.no_arena
+        packs = validity is not None and start % 8 == 0  # ranges start at multiples of 1024 rows
         results.finish_range(mem, b, self.batch, self.totals, self.parity, self.sink.out, start, limit, state,
-                             self.flags, k)
+                             self.flags, k, validity if packs else None)
         _gather(mem, b, pairs, self.batch, self.base, limit)
         self.parity ^= 1
         cp.cuda.runtime.memcpyAsync(self.lengths.ptr + 8 * k, self.totals.data.ptr + 8 * self.parity, 8,
                                     cp.cuda.runtime.memcpyDeviceToHost, mem.stream.ptr)
-        with mem.on_device():  # an event belongs to the device current when it is made: the stream's
-            event = cp.cuda.Event(disable_timing=True)
-            event.record(mem.stream)
+        event.record(mem.stream)
         self.seen.append((start + b, event))
+        return packs
 
     def abandon(self) -> None:
         """An error left the ranges queued: the pinned block their lengths are copied to is kept until those
