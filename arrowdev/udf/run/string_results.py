@@ -316,8 +316,11 @@ def gather(n, pairs, offsets, data_address, limit):
                 value |= piece << (8 * (at - p + shift))
                 at += take
             count = stop - p
-            w = writer_at(data_address + p, count)
-            write_finish(write_bytes(w, value >> (8 * shift), count))
+            if count == 8:  # a whole aligned word (every one but the range's first and last): one store
+                store_word(word, value)
+            else:
+                w = writer_at(data_address + p, count)
+                write_finish(write_bytes(w, value >> (8 * shift), count))
             word += 256
 """
 _GATHER_SOURCE = {"cuda": _GATHER_CUDA}

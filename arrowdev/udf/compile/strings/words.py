@@ -173,8 +173,19 @@ def _writer_intrinsics(target: Any) -> dict[str, Any]:
 
         return types.none(destination, source, count), codegen
 
+    @target.intrinsic
+    def store_word(typingctx, address, value):
+        """Stores the eight bytes of ``value`` at ``address`` (a multiple of 8): the GPU gather's words that lie
+        wholly inside its rows, where the writer's bookkeeping for partial words costs more than the store."""
+        def codegen(context, builder, sig, args):
+            to, word = (context.cast(builder, v, kind, types.int64) for v, kind in zip(args, sig.args))
+            builder.store(word, builder.inttoptr(to, i64.as_pointer()), align=8)
+            return context.get_dummy_value()
+
+        return types.none(address, value), codegen
+
     return {"writer_of": writer_of, "writer_at": writer_at, "write_bytes": write_bytes,
-            "write_finish": write_finish, "copy_bytes": copy_bytes}
+            "write_finish": write_finish, "copy_bytes": copy_bytes, "store_word": store_word}
 
 
 def _read_intrinsics(target: Any) -> dict[str, Any]:
