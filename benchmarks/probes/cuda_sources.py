@@ -80,7 +80,8 @@ def _fixed_kernels(out: Path, sums: dict[str, str]) -> None:
     array = lambda dtype: nt.Array(dtype, 1, "C")  # noqa: E731
     signatures = {"gather": (nt.int64, array(nt.int64), array(nt.int64), nt.int64, nt.int64),
                   "make_views": (nt.int64, array(nt.int64), array(nt.int64), array(nt.int32), nt.int64, nt.int64)}
-    for name, source in (("gather", results._GATHER_CUDA), ("make_views", results._VIEWS_SOURCE["cuda"])):
+    gather_source = results._GATHER_CUDA.replace("ROWS", str(results.GATHER_ROWS))
+    for name, source in (("gather", gather_source), ("make_views", results._VIEWS_SOURCE["cuda"])):
         namespace = dict(intrinsics()["cuda"], cuda=cuda, np=np, WARPS=256 // 32, __name__=results.__name__)
         exec(compile(source, f"<{name}>", "exec"), namespace)
         _write(out, f"fixed_{name}.py", source, sums)

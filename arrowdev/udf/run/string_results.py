@@ -268,25 +268,27 @@ def gather_views(n, pairs, views, at, buffer, total, data_address):
     for i in range(n):
         j = 4 * (at + i)""" + _views_body("j", ["copy_bytes(data_address + end, pairs[2 * i], size)",
                                         "views[j + 2] = buffer", "views[j + 3] = end", "end += size"])
-# CUDA: a warp per 32 rows, whose bytes are one contiguous range of the data buffer. Each lane assembles
-# whole aligned 8-byte words of that range (lane k the words k, k + 32, ...) from the rows they overlap (a
-# binary search of the warp's offsets in shared memory), so every store is a full word and a warp's stores
-# are contiguous: a thread per row storing its own bytes made most stores partial words, byte by byte where
-# rows meet, and was bound by L2 store transactions. Only the range's first and last word, shared with the
-# warps beside it, are stored byte by byte.
+# CUDA: a warp per ROWS rows (a multiple of 32), whose bytes are one contiguous range of the data buffer. Each lane
+# assembles whole aligned 8-byte words of that range (lane k the words k, k + 32, ...) from the rows they overlap
+# (a binary search of the warp's offsets in shared memory, from the row of the lane's last word on), so every
+# store is a full word and a warp's stores are contiguous: a thread per row storing its own bytes made most stores
+# partial words, byte by byte where rows meet, and was bound by L2 store transactions. Only the range's first and
+# last word, shared with the warps beside it, are stored byte by byte. More rows than 32 a warp keep its lanes
+# busy: 32 short rows are some 40 words, which leave most lanes idle in the second round.
+GATHER_ROWS = 128
 _GATHER_CUDA = """
 def gather(n, pairs, offsets, data_address, limit):
     i = cuda.grid(1)
     lane = i & 31
-    first = i - lane
+    first = (i >> 5) * ROWS
     if first < n:
         warp = cuda.threadIdx.x >> 5
-        starts = cuda.shared.array((WARPS, 33), np.int64)
-        sources = cuda.shared.array((WARPS, 32), np.int64)
-        rows = min(32, n - first)
-        if lane < rows:
-            starts[warp, lane] = offsets[first + lane]
-            sources[warp, lane] = pairs[2 * (first + lane)]
+        starts = cuda.shared.array((WARPS, ROWS + 1), np.int64)
+        sources = cuda.shared.array((WARPS, ROWS), np.int64)
+        rows = min(ROWS, n - first)
+        for r in range(lane, rows, 32):
+            starts[warp, r] = offsets[first + r]
+            sources[warp, r] = pairs[2 * (first + r)]
         if lane == 0:
             starts[warp, rows] = offsets[first + rows]  # where the warp's last row ends
         cuda.syncwarp()
@@ -295,10 +297,11 @@ def gather(n, pairs, offsets, data_address, limit):
         if starts[warp, rows] > limit:  # past the buffer's room: the caller sees it and runs the rows again
             end = begin
         word = (begin & ~7) + 8 * lane
+        low = 0
         while word < end:
             p = max(word, begin) - data_address
             stop = min(word + 8, end) - data_address
-            low, high = 0, rows
+            high = rows
             while high - low > 1:  # the row holding byte p: the last whose start is <= p
                 middle = (low + high) >> 1
                 if starts[warp, middle] <= p:
@@ -308,11 +311,12 @@ def gather(n, pairs, offsets, data_address, limit):
             value = 0
             shift = p + data_address - word
             at = p
+            row = low
             while at < stop:
-                while starts[warp, low + 1] <= at:  # rows that end before this byte (empty ones)
-                    low += 1
-                take = min(stop, starts[warp, low + 1]) - at
-                piece = load_bytes(make_view(sources[warp, low] + at - starts[warp, low], take), 0, take)
+                while starts[warp, row + 1] <= at:  # rows that end before this byte (empty ones)
+                    row += 1
+                take = min(stop, starts[warp, row + 1]) - at
+                piece = load_bytes(make_view(sources[warp, row] + at - starts[warp, row], take), 0, take)
                 value |= piece << (8 * (at - p + shift))
                 at += take
             count = stop - p
@@ -323,7 +327,6 @@ def gather(n, pairs, offsets, data_address, limit):
                 write_finish(write_bytes(w, value >> (8 * shift), count))
             word += 256
 """
-_GATHER_SOURCE = {"cuda": _GATHER_CUDA}
 
 # GPU: string_view views from the kernel's pairs, after the gather put strings of more than 12 bytes at `base` +
 # their offset in data buffer `buffer`.
@@ -393,9 +396,10 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
 def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit: int = 2**62) -> None:
     """GPU: copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time; rows
     that would end past ``limit`` bytes are not copied (the CPU: :func:`gather_with_offsets`)."""
-    gather = _fixed_kernel("string gather", _GATHER_SOURCE, "gather", True)
+    gather = _fixed_kernel(f"string gather {GATHER_ROWS}", {"cuda": _GATHER_CUDA.replace("ROWS", str(GATHER_ROWS))},
+                           "gather", True)
     mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address),
-                           np.int64(limit)])
+                           np.int64(limit)], GATHER_ROWS // 32)
 
 
 def finish_range(mem: Any, b: int, batch: Any, totals: Any, parity: int, out: Any, start: int, limit: int,
