@@ -273,12 +273,9 @@ def gather_views(n, pairs, views, at, buffer, total, data_address):
 # (a binary search of the warp's offsets in shared memory, from the row of the lane's last word on), so every
 # store is a full word and a warp's stores are contiguous: a thread per row storing its own bytes made most stores
 # partial words, byte by byte where rows meet, and was bound by L2 store transactions. Only the range's first and
-# last word, shared with the warps beside it, are stored byte by byte. Over short rows a warp takes GATHER_ROWS:
-# 32 rows of a few bytes are some 40 words, which leave most lanes idle in the second round (docs/strings.md,
-# "Speed"); over longer rows 32 rows fill the rounds, and more would lengthen each word's search (measured for
-# short rows only, so longer ones keep the 32 of before).
+# last word, shared with the warps beside it, are stored byte by byte. More rows than 32 a warp keep its lanes
+# busy: 32 short rows are some 40 words, which leave most lanes idle in the second round.
 GATHER_ROWS = 128
-SHORT_ROW_BYTES = 16
 _GATHER_CUDA = """
 def gather(n, pairs, offsets, data_address, limit):
     i = cuda.grid(1)
@@ -396,15 +393,13 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
     return kernel
 
 
-def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit: int = 2**62,
-            bytes_per_row: float | None = None) -> None:
+def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit: int = 2**62) -> None:
     """GPU: copies each row's bytes to its offset in the data buffer at ``data_address``, eight at a time; rows
-    that would end past ``limit`` bytes are not copied (the CPU: :func:`gather_with_offsets`). ``bytes_per_row``:
-    what a row holds on average, as far as the caller knows (short rows: GATHER_ROWS a warp, else 32)."""
-    rows = GATHER_ROWS if bytes_per_row is not None and bytes_per_row <= SHORT_ROW_BYTES else 32
-    gather = _fixed_kernel(f"string gather {rows}", {"cuda": _GATHER_CUDA.replace("ROWS", str(rows))}, "gather", True)
+    that would end past ``limit`` bytes are not copied (the CPU: :func:`gather_with_offsets`)."""
+    gather = _fixed_kernel(f"string gather {GATHER_ROWS}", {"cuda": _GATHER_CUDA.replace("ROWS", str(GATHER_ROWS))},
+                           "gather", True)
     mem.launch(gather, n, [pairs, mem.view(offsets.data.ptr, n + 1, np.int64, offsets), np.int64(data_address),
-                           np.int64(limit)], rows // 32)
+                           np.int64(limit)], GATHER_ROWS // 32)
 
 
 def finish_range(mem: Any, b: int, batch: Any, totals: Any, parity: int, out: Any, start: int, limit: int,

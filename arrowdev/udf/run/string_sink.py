@@ -91,7 +91,7 @@ class StringSink:
         else:
             batch, nbytes = scanned
         data = self._room(nbytes)
-        _gather(mem, b, pairs, batch, data + self.total, bytes_per_row=nbytes / b if b else None)
+        _gather(mem, b, pairs, batch, data + self.total)
         if self.views:
             _views(mem, b, pairs, batch, mem.part(self.out, 4 * start, 4 * b), len(self.buffers) - 1, self.total)
         else:
@@ -283,7 +283,7 @@ class Pipeline:
         packs = validity is not None and start % 8 == 0  # ranges start at multiples of 1024 rows
         results.finish_range(mem, b, self.batch, self.totals, self.parity, self.sink.out, start, limit, state,
                              self.flags, k, validity if packs else None)
-        _gather(mem, b, pairs, self.batch, self.base, limit, self.rate)
+        _gather(mem, b, pairs, self.batch, self.base, limit)
         self.parity ^= 1
         cp.cuda.runtime.memcpyAsync(self.lengths.ptr + 8 * k, self.totals.data.ptr + 8 * self.parity, 8,
                                     cp.cuda.runtime.memcpyDeviceToHost, mem.stream.ptr)
