@@ -69,9 +69,8 @@ def _run_ranges(plan: Plan, inputs: list[Input], mem: Memory, output: ChunkOutpu
             b = (starts[k + 1] if k + 1 < len(starts) else n) - start
             if pipe is not None:
                 validity = (output.flags, output.bitmap) if output.writes_flags else None
-                packed = pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values,
-                                   validity)
-                output.add_batch(start, b, strings=False, packed=packed)
+                pipe.step(k, start, b, _launcher(plan, inputs, mem, output, start, b), output.values, validity)
+                output.add_batch(start, b, strings=False, packed=True)
                 k += 1
                 if k == len(starts):
                     again = pipe.settle(starts)

@@ -268,10 +268,10 @@ class Pipeline:
             self.grows.grow_to(nbytes + int(self.rate * (ahead - rows) * _DATA_MARGIN) + (2 << 20))
         return self.grows.mapped if self.sink.large else min(self.grows.mapped, results.STRING_LIMIT)
 
-    def step(self, k: int, start: int, b: int, launch: Any, pairs: Any, validity: tuple[Any, Any] | None) -> bool:
-        """Range ``k`` (rows [start, start + b)): launched, its checks flagged, its bytes gathered, its offsets
-        written, and where ``validity`` (the kernel's bytes a row, the output's bitmap) its rows' validity
-        packed; nothing read back. Whether the validity was packed (the caller packs it otherwise)."""
+    def step(self, k: int, start: int, b: int, launch: Any, pairs: Any, validity: tuple[Any, Any] | None) -> None:
+        """Range ``k`` (rows [start, start + b), ``start`` a multiple of 8 as every range's is): launched, its
+        checks flagged, its bytes gathered, its offsets written, and where ``validity`` (the kernel's bytes a row,
+        the output's bitmap) its rows' validity packed; nothing read back."""
         self._learn(k, start + b)
         limit = self._room(start + b, b)
         launch(self.arena)
@@ -280,16 +280,14 @@ class Pipeline:
             cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=self.batch[1:b + 1])
             event = cp.cuda.Event(disable_timing=True)  # an event belongs to the device current when it is made
         state = self.arena.state if self.arena is not None else self.no_arena
-        packs = validity is not None and start % 8 == 0  # ranges start at multiples of 1024 rows
         results.finish_range(mem, b, self.batch, self.totals, self.parity, self.sink.out, start, limit, state,
-                             self.flags, k, validity if packs else None)
+                             self.flags, k, validity)
         _gather(mem, b, pairs, self.batch, self.base, limit)
         self.parity ^= 1
         cp.cuda.runtime.memcpyAsync(self.lengths.ptr + 8 * k, self.totals.data.ptr + 8 * self.parity, 8,
                                     cp.cuda.runtime.memcpyDeviceToHost, mem.stream.ptr)
         event.record(mem.stream)
         self.seen.append((start + b, event))
-        return packs
 
     def abandon(self) -> None:
         """An error left the ranges queued: the pinned block their lengths are copied to is kept until those
