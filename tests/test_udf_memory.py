@@ -246,6 +246,35 @@ def test_gpu_string_outputs_over_many_ranges_equal_python(small_ranges, string_t
     assert marked.null_count == sum(v is None for v in want)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("string_type", ["string", "large_string"])
+@pytest.mark.parametrize("epochs", ["every range its own", "reused every other range"])
+def test_gpu_ranges_of_many_tiles_equal_python(monkeypatch, string_type, epochs):
+    """A pipelined range's offsets come from its tiles, each learning the bytes before it from the tiles before
+    (string_results.gather_range's look-back): ranges of some 30 tiles, rows of 0 to 300 bytes (a tile's bytes
+    from a few KiB to hundreds), nulls in and nulls made (each tile packs its rows' validity), against Python,
+    offsets checked by PyArrow; with the tiles' words' epochs reused every other range, those are cleared first."""
+    from arrowdev.udf.run import string_results
+
+    monkeypatch.setattr(execute, "WORKING_SET", 3 << 20)
+    if epochs != "every range its own":
+        monkeypatch.setattr(string_results, "EPOCHS", 2)
+    rng = np.random.default_rng(7)
+    n = 200_003
+    sizes = np.where(rng.random(n) < 0.002, 300, rng.integers(0, 24, n))
+    values = [None if i % 13 == 4 else "xy1z"[i % 4] * int(size) for i, size in enumerate(sizes)]
+    source = pa.array(values, pa.string())
+    col = ad.column(source).to_device()
+    for _ in range(2):  # the second call's ranges sized from the first's rows
+        out = col.apply(lambda s: ad.NA if s is ad.NA or s[:1] == "z" else s.upper() + "!", null_aware=True,
+                        string_type=string_type)
+        arrow = out.to_pyarrow().combine_chunks()
+        arrow.validate(full=True)
+        want = [None if v is None or v[:1] == "z" else v.upper() + "!" for v in values]
+        assert out.to_pylist() == want
+        assert out.null_count == arrow.null_count == sum(v is None for v in want)
+
+
 def _waits_of(call):
     """(result, {kind: count}) of the host's waits for the GPU while ``call`` runs: stream synchronisations
     (a CuPy ``get`` makes one) and synchronous copies."""

@@ -70,7 +70,7 @@ def _arg_types(spec: KernelSpec) -> tuple:
 
 
 def _fixed_kernels(out: Path, sums: dict[str, str]) -> None:
-    """The string gather and views kernels (the same for every UDF)."""
+    """The string gather, views and range-gather kernels (the same for every UDF)."""
     from numba import cuda
     from numba.core import types as nt
 
@@ -78,10 +78,15 @@ def _fixed_kernels(out: Path, sums: dict[str, str]) -> None:
     from arrowdev.udf.run import string_results as results
 
     array = lambda dtype: nt.Array(dtype, 1, "C")  # noqa: E731
-    signatures = {"gather": (nt.int64, array(nt.int64), array(nt.int64), nt.int64, nt.int64),
-                  "make_views": (nt.int64, array(nt.int64), array(nt.int64), array(nt.int32), nt.int64, nt.int64)}
-    gather_source = results._GATHER_CUDA.replace("ROWS", str(results.GATHER_ROWS))
-    for name, source in (("gather", gather_source), ("make_views", results._VIEWS_SOURCE["cuda"])):
+    i64, u8 = array(nt.int64), array(nt.uint8)
+    signatures = {"gather": (nt.int64, i64, i64, nt.int64, nt.int64),
+                  "make_views": (nt.int64, i64, i64, array(nt.int32), nt.int64, nt.int64),
+                  "gather_range": (nt.int64, i64, i64, nt.int64, array(nt.int32), nt.int64, nt.int64, nt.int64, i64,
+                                   array(nt.int8), nt.int64, u8, u8, nt.int64, i64, i64, nt.int64, i64)}
+    rows = str(results.GATHER_ROWS)
+    for name, source in (("gather", results._GATHER_CUDA.replace("ROWS", rows)),
+                         ("make_views", results._VIEWS_SOURCE["cuda"]),
+                         ("gather_range", results._GATHER_RANGE_CUDA.replace("ROWS", rows))):
         namespace = dict(intrinsics()["cuda"], cuda=cuda, np=np, WARPS=256 // 32, __name__=results.__name__)
         exec(compile(source, f"<{name}>", "exec"), namespace)
         _write(out, f"fixed_{name}.py", source, sums)

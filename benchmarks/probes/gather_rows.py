@@ -1,9 +1,11 @@
 """Probe (GPU): the string gather with each number of rows a warp takes (``string_results.GATHER_ROWS``: 32, the
 design before, and more, which keep a warp's lanes busy over short rows), over bench_udf_memory.py's column
-(10^8 rows by default): the gathers' GPU time in one call (CUDA events around each, summed; median of
-``--runs`` calls) and the call's wall time (synchronised), with the values checked on samples across the column.
+(10^8 rows by default; ``--pad N`` puts N bytes before each string, for longer rows): the gathers' GPU time in one
+call (CUDA events around each, the first range's ``_gather`` and the pipelined ranges' ``gather_range``, summed;
+median of ``--runs`` calls) and the call's wall time (synchronised), with the values checked on samples across the
+column.
 
-    bash .gpu-wheels/run.sh python3 benchmarks/probes/gather_rows.py [--rows 1e8] [--udfs upper replace]
+    bash .gpu-wheels/run.sh python3 benchmarks/probes/gather_rows.py [--rows 1e8] [--udfs upper replace] [--pad 16]
 """
 
 from __future__ import annotations
@@ -28,25 +30,32 @@ def main() -> None:
     parser.add_argument("--udfs", nargs="+", default=["upper", "replace"])
     parser.add_argument("--warp-rows", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pad", type=int, default=0, help="bytes put before each string")
     args = parser.parse_args()
     import cupy as cp
     import numpy as np
+    import pyarrow.compute as pc
 
     import arrowdev as ad
     from arrowdev.udf.run import string_results, string_sink
 
     n = int(args.rows)
     source = make_strings(n)
+    if args.pad:
+        source = pc.binary_join_element_wise("x" * args.pad, source, "")
     column = ad.column(source).to_device()
-    gather, spans = string_results._gather, []
+    spans: list = []
 
-    def timed_gather(mem, *rest, **kw):  # noqa: ANN001, ANN002, ANN003
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(mem.stream)
-        gather(mem, *rest, **kw)
-        end.record(mem.stream)
-        spans.append((start, end))
-    string_results._gather = string_sink._gather = timed_gather
+    def timed(gather):  # noqa: ANN001, ANN202
+        def timed_gather(mem, *rest, **kw):  # noqa: ANN001, ANN002, ANN003
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record(mem.stream)
+            gather(mem, *rest, **kw)
+            end.record(mem.stream)
+            spans.append((start, end))
+        return timed_gather
+    string_results._gather = string_sink._gather = timed(string_results._gather)
+    string_results.gather_range = timed(string_results.gather_range)
     samples = np.random.default_rng(3).integers(0, n - 50, 10).tolist()
     for name in args.udfs:
         f = UDFS[name]

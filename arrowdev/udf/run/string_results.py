@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...core.types import DataType
 from ...gpu import runtime
 from .buffers import host_address
+from .launch import THREADS
 from ..compile.strings.meminfo_layout import (ALLOCATOR_ARENA, ALLOCATOR_DEVICE_MALLOC, CPU_HEADER, HEADER, STATE_WORDS,
                                               ArenaWord, MemInfo, block_bytes)
 
@@ -276,6 +277,44 @@ def gather_views(n, pairs, views, at, buffer, total, data_address):
 # last word, shared with the warps beside it, are stored byte by byte. More rows than 32 a warp keep its lanes
 # busy: 32 short rows are some 40 words, which leave most lanes idle in the second round.
 GATHER_ROWS = 128
+# The words of one warp's rows (STARTS[r]: row r's first byte from `data_address`, STARTS[rows] where the last
+# ends; SOURCES[r] its string's address), shared by the gathers below.
+_GATHER_WORDS = """
+        begin = data_address + STARTS[0]
+        end = data_address + STARTS[rows]
+        if STARTS[rows] > limit:  # past the buffer's room: the caller sees it and runs the rows again
+            end = begin
+        word = (begin & ~7) + 8 * lane
+        low = 0
+        while word < end:
+            p = max(word, begin) - data_address
+            stop = min(word + 8, end) - data_address
+            high = rows
+            while high - low > 1:  # the row holding byte p: the last whose start is <= p
+                middle = (low + high) >> 1
+                if STARTS[middle] <= p:
+                    low = middle
+                else:
+                    high = middle
+            value = 0
+            shift = p + data_address - word
+            at = p
+            row = low
+            while at < stop:
+                while STARTS[row + 1] <= at:  # rows that end before this byte (empty ones)
+                    row += 1
+                take = min(stop, STARTS[row + 1]) - at
+                piece = load_bytes(make_view(SOURCES[row] + at - STARTS[row], take), 0, take)
+                value |= piece << (8 * (at - p + shift))
+                at += take
+            count = stop - p
+            if count == 8:  # a whole aligned word (every one but the range's first and last): one store
+                store_word(word, value)
+            else:
+                w = writer_at(data_address + p, count)
+                write_finish(write_bytes(w, value >> (8 * shift), count))
+            word += 256
+""".replace("STARTS[", "starts[warp, ").replace("SOURCES[", "sources[warp, ")
 _GATHER_CUDA = """
 def gather(n, pairs, offsets, data_address, limit):
     i = cuda.grid(1)
@@ -291,42 +330,119 @@ def gather(n, pairs, offsets, data_address, limit):
             sources[warp, r] = pairs[2 * (first + r)]
         if lane == 0:
             starts[warp, rows] = offsets[first + rows]  # where the warp's last row ends
+        cuda.syncwarp()""" + _GATHER_WORDS
+
+# GPU, a pipelined range's end (string_sink.Pipeline) in one launch, with no scan before it: each block (a tile of
+# WARPS * ROWS rows, numbered in the order blocks start, so a tile only waits on tiles already running) sums its
+# rows' sizes, learns the bytes before it from the tiles before (decoupled look-back: each tile publishes its own
+# total at once and, when known, the running total to its end, in one int64 with the range's epoch, so the
+# words of an earlier range never pass for this one's), writes its rows' offsets, packs their validity (`pack`:
+# the kernel's bytes a row into the output's bitmap from bit `start`, a multiple of 8) and gathers their bytes.
+# The last tile writes the data's length after the range (totals[1 - parity]), its flag (the data passed the
+# room, or the arena overflowed: claimed > capacity) and empties the arena for the next range (nothing here
+# reads the claim but that tile). Three launches before (a scan, the offsets, the gather): the GPU idled some
+# 0.1 ms between them each range.
+_TILE_VALUE = (1 << 46) - 1
+_GATHER_RANGE_CUDA = ("""
+def gather_range(n, pairs, totals, parity, out, start, data_address, limit, state, flags, k, row_flags, bitmap,
+                 pack, tiles, status, epoch, lengths):
+    warp = cuda.threadIdx.x >> 5
+    lane = cuda.threadIdx.x & 31
+    starts = cuda.shared.array((WARPS, ROWS + 1), np.int64)
+    sources = cuda.shared.array((WARPS, ROWS), np.int64)
+    before = cuda.shared.array(WARPS, np.int64)  # bytes of the tile's warps before each
+    tile_at = cuda.shared.array(2, np.int64)  # the tile's number, the bytes before it
+    if cuda.threadIdx.x == 0:
+        tile_at[0] = cuda.atomic.add(tiles, k, 1)
+    cuda.syncthreads()
+    tile = tile_at[0]
+    if tile * WARPS * ROWS >= n:  # the grid's spare blocks
+        return
+    first = (tile * WARPS + warp) * ROWS
+    rows = max(min(ROWS, n - first), 0)
+    for r in range(lane, ROWS, 32):
+        size = 0
+        if r < rows:
+            size = pairs[2 * (first + r) + 1]
+            sources[warp, r] = pairs[2 * (first + r)]
+        starts[warp, r + 1] = size
+    if lane == 0:
+        starts[warp, 0] = 0
+    cuda.syncwarp()
+    own = 0  # a lane's running sum over its ROWS // 32 rows in a row, then the lanes' sums scanned
+    for j in range(ROWS // 32):
+        own += starts[warp, lane * (ROWS // 32) + j + 1]
+        starts[warp, lane * (ROWS // 32) + j + 1] = own
+    total = own
+    for delta in (1, 2, 4, 8, 16):
+        other = cuda.shfl_up_sync(0xFFFFFFFF, total, delta)
+        if lane >= delta:
+            total += other
+    if lane == 31:
+        before[warp] = total
+    cuda.syncwarp()
+    for j in range(ROWS // 32):
+        starts[warp, lane * (ROWS // 32) + j + 1] += total - own
+    cuda.syncthreads()
+    if warp == 0:  # the tile's bytes, then (tiles after the first) the bytes before it, from up to 32 tiles a step
+        tile_bytes = 0
+        for w in range(WARPS):
+            tile_bytes += before[w]
+        stamp = epoch << 48
+        prefix = 0
+        if tile == 0:
+            prefix = totals[parity]
+        else:
+            if lane == 0:
+                cuda.atomic.exch(status, tile, stamp | (1 << 46) | tile_bytes)
+            last = tile - 1  # the nearest tile of the window the warp reads, lane j reading tile last - j
+            while True:
+                word = stamp | (2 << 46)  # before tile 0: nothing
+                if last - lane >= 0:
+                    word = cuda.atomic.add(status, last - lane, 0)
+                if cuda.ballot_sync(0xFFFFFFFF, (word >> 48) == epoch) & 0xFFFFFFFF != 0xFFFFFFFF:
+                    continue  # a tile of the window has not published yet
+                known = cuda.ballot_sync(0xFFFFFFFF, (word >> 46) & 3 == 2)
+                take = word & VALUE  # up to and with the nearest tile whose running total is known
+                if known & ((1 << lane) - 1) != 0:
+                    take = 0
+                for mask in (16, 8, 4, 2, 1):
+                    take += cuda.shfl_xor_sync(0xFFFFFFFF, take, mask)
+                prefix += take
+                if known != 0:
+                    break
+                last -= 32
+        if lane == 0:
+            cuda.atomic.exch(status, tile, stamp | (2 << 46) | (prefix + tile_bytes))
+            tile_at[1] = prefix
+            if (tile + 1) * WARPS * ROWS >= n:  # the range's last tile
+                end = prefix + tile_bytes
+                totals[1 - parity] = end
+                lengths[k] = end  # host memory: read once the range's event has passed
+                flags[k] = 1 if end > limit or state[CLAIMED] > state[CAPACITY] else 0
+                state[CLAIMED] = 0
+        mine = 0  # the bytes of the warps before lane's
+        if lane < WARPS:
+            for w in range(lane):
+                mine += before[w]
         cuda.syncwarp()
-        begin = data_address + starts[warp, 0]
-        end = data_address + starts[warp, rows]
-        if starts[warp, rows] > limit:  # past the buffer's room: the caller sees it and runs the rows again
-            end = begin
-        word = (begin & ~7) + 8 * lane
-        low = 0
-        while word < end:
-            p = max(word, begin) - data_address
-            stop = min(word + 8, end) - data_address
-            high = rows
-            while high - low > 1:  # the row holding byte p: the last whose start is <= p
-                middle = (low + high) >> 1
-                if starts[warp, middle] <= p:
-                    low = middle
-                else:
-                    high = middle
-            value = 0
-            shift = p + data_address - word
-            at = p
-            row = low
-            while at < stop:
-                while starts[warp, row + 1] <= at:  # rows that end before this byte (empty ones)
-                    row += 1
-                take = min(stop, starts[warp, row + 1]) - at
-                piece = load_bytes(make_view(sources[warp, row] + at - starts[warp, row], take), 0, take)
-                value |= piece << (8 * (at - p + shift))
-                at += take
-            count = stop - p
-            if count == 8:  # a whole aligned word (every one but the range's first and last): one store
-                store_word(word, value)
-            else:
-                w = writer_at(data_address + p, count)
-                write_finish(write_bytes(w, value >> (8 * shift), count))
-            word += 256
-"""
+        if lane < WARPS:
+            before[lane] = mine
+    cuda.syncthreads()
+    shift_by = tile_at[1] + before[warp]
+    for r in range(lane, ROWS + 1, 32):
+        starts[warp, r] += shift_by
+    cuda.syncwarp()
+    for r in range(lane, rows, 32):
+        out[start + first + r + 1] = starts[warp, r + 1]
+    if pack and lane * 8 < rows:
+        byte = 0
+        for j in range(min(8, rows - lane * 8)):
+            if row_flags[first + lane * 8 + j] != 0:
+                byte |= 1 << j
+        bitmap[((start + first) >> 3) + lane] = byte
+    if rows > 0:""" + _GATHER_WORDS).replace("VALUE", str(_TILE_VALUE)).replace(
+    "CLAIMED", str(int(ArenaWord.CLAIMED))).replace("CAPACITY", str(int(ArenaWord.CAPACITY)))
 
 # GPU: string_view views from the kernel's pairs, after the gather put strings of more than 12 bytes at `base` +
 # their offset in data buffer `buffer`.
@@ -334,32 +450,6 @@ _VIEWS_BODY = _views_body("4 * i", ["views[4 * i + 2] = buffer", "views[4 * i + 
 _VIEWS_SOURCE = {
     "cuda": "def make_views(n, pairs, offsets, views, buffer, base):\n    i = cuda.grid(1)\n    if i < n:" + _VIEWS_BODY,
 }
-
-# GPU, a pipelined range's end (string_sink.Pipeline), in one launch: its sizes' running sums (batch[1..b], batch[0]
-# unused) made absolute from the data's length before it (totals[parity]), written to the output's offsets; the
-# length after it (totals[1 - parity]: two slots, so no thread reads the one being written); its flag: the data
-# passed the room, or its arena (claimed > capacity) overflowed; the arena emptied for the next range (the gather
-# after this reads the strings, not the claim); and, where `pack`, its rows' validity bytes packed into the
-# output's bitmap from bit `start` on (a multiple of 8). Each of those was a launch of its own, or CuPy's.
-_FINISH_RANGE_CUDA = """
-def finish_range(n, batch, totals, parity, out, start, limit, state, flags, k, row_flags, bitmap, pack):
-    i = cuda.grid(1)
-    if i < n:
-        value = totals[parity] + (batch[i] if i > 0 else 0)
-        batch[i] = value
-        if i > 0:
-            out[start + i] = value
-        if i == n - 1:
-            totals[1 - parity] = value
-            flags[k] = 1 if value > limit or state[CLAIMED] > state[CAPACITY] else 0
-            state[CLAIMED] = 0
-        elif pack and (i & 7) == 0:
-            byte = 0
-            for j in range(min(8, n - 1 - i)):
-                if row_flags[i + j] != 0:
-                    byte |= 1 << j
-            bitmap[(start >> 3) + (i >> 3)] = byte
-""".replace("CLAIMED", str(int(ArenaWord.CLAIMED))).replace("CAPACITY", str(int(ArenaWord.CAPACITY)))
 
 _kernels: dict[tuple[str, str], Any] = {}
 
@@ -373,7 +463,6 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
         return kernel
     from ..compile import cache
     from ..compile.strings import intrinsics
-    from .launch import THREADS
 
     namespace = dict(intrinsics()[target])
     namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
@@ -402,15 +491,41 @@ def _gather(mem: Any, n: int, pairs: Any, offsets: Any, data_address: int, limit
                            np.int64(limit)], GATHER_ROWS // 32)
 
 
-def finish_range(mem: Any, b: int, batch: Any, totals: Any, parity: int, out: Any, start: int, limit: int,
-                 state: Any, flags: Any, k: int, validity: tuple[Any, Any] | None = None) -> None:
-    """GPU: ends pipelined range ``k`` of ``b`` rows (``_FINISH_RANGE_CUDA``); ``out`` the output's offsets
-    (int32 or int64), ``state`` the range's arena state (zeros without one; left empty for the next range);
-    ``validity``: the kernel's bytes a row and the output's bitmap, packed into it (``start`` a multiple of 8);
-    CuPy arrays or kernel arrays."""
+class RangeBooks(NamedTuple):
+    """What a pipeline's ranges keep on the device between launches (string_sink.Pipeline): the data's length
+    before and after a range (two slots, alternating), a flag a range, a counter a range numbering its tiles,
+    and a word a tile of one range (:data:`_GATHER_RANGE_CUDA`); ``lengths``: each range's data length after it,
+    in pinned host memory the kernel writes (no copy queued), as a kernel array."""
+
+    totals: Any
+    flags: Any
+    tiles: Any
+    status: Any
+    lengths: Any
+
+
+# A tile's word carries its range's epoch in bits 48-62: 1 .. EPOCHS, so the words of a range EPOCHS ranges back
+# are cleared before theirs comes round again (Pipeline.step)
+EPOCHS = (1 << 15) - 1
+
+
+def tiles_of(rows: int) -> int:
+    """Tiles (blocks of :func:`gather_range`) over ``rows`` rows."""
+    return -(-rows // (THREADS // 32 * GATHER_ROWS))
+
+
+def gather_range(mem: Any, b: int, pairs: Any, books: RangeBooks, parity: int, out: Any, start: int,
+                 data_address: int, limit: int, state: Any, k: int, validity: tuple[Any, Any] | None = None) -> None:
+    """GPU: ends pipelined range ``k`` of ``b`` rows in one launch (``_GATHER_RANGE_CUDA``): offsets, bytes
+    gathered to ``data_address``, the data's length after it (on the device, and in ``books.lengths[k]``, pinned
+    host memory), its flag, the arena emptied. ``out`` the output's
+    offsets (int32 or int64), ``state`` the range's arena state (zeros without one); ``validity``: the kernel's
+    bytes a row and the output's bitmap, packed into it (``start`` a multiple of 8); CuPy arrays or kernel
+    arrays."""
     wide = out.dtype == np.int64
-    kernel = _fixed_kernel(f"string range finish {'int64' if wide else 'int32'}", {"cuda": _FINISH_RANGE_CUDA},
-                           "finish_range", True)
+    source = _GATHER_RANGE_CUDA.replace("ROWS", str(GATHER_ROWS))
+    kernel = _fixed_kernel(f"string range gather {GATHER_ROWS} {'int64' if wide else 'int32'}", {"cuda": source},
+                           "gather_range", True)
 
     def kernel_array(a: Any) -> Any:  # a CuPy array as a view kernels take (DeviceViews pass as they are)
         return mem.view(a.data.ptr, a.size, a.dtype, a) if hasattr(a, "data") else a
@@ -419,9 +534,12 @@ def finish_range(mem: Any, b: int, batch: Any, totals: Any, parity: int, out: An
         raise ValueError(f"a range's validity is packed from a whole byte: expected a start that is a multiple "
                          f"of 8, got {start}")
     row_flags, bitmap = validity if validity is not None else (mem.stand_in(np.uint8), mem.stand_in(np.uint8))
-    mem.launch(kernel, b + 1, [kernel_array(batch[:b + 1]), kernel_array(totals), np.int64(parity), out,
-                               np.int64(start), np.int64(limit), kernel_array(state), kernel_array(flags),
-                               np.int64(k), row_flags, bitmap, np.int64(validity is not None)])
+    mem.launch(kernel, b, [pairs, kernel_array(books.totals), np.int64(parity), out, np.int64(start),
+                           np.int64(data_address), np.int64(limit), kernel_array(state), kernel_array(books.flags),
+                           np.int64(k), row_flags, bitmap, np.int64(validity is not None),
+                           kernel_array(books.tiles), kernel_array(books.status), np.int64(k % EPOCHS + 1),
+                           books.lengths],
+               GATHER_ROWS // 32)
 
 
 def gather_with_offsets(n: int, pairs: Any, offsets: Any, at: int, total: int, data_address: int) -> None:

@@ -200,9 +200,9 @@ class Pipeline:
     flagged range and those after it run again.
 
     The data's room is mapped for every row at the first range's rate (with a tenth to spare), and grown as
-    the ranges are queued where the rows measured since need more: each range's running length is copied back
-    to the host as it completes (no wait), and the host never runs more than ``unseen`` rows past the last
-    length it has seen. So longer rows later in the column grow the room before the ranges that need it run,
+    the ranges are queued where the rows measured since need more: each range's kernel writes its running length
+    to pinned host memory (no copy queued, no wait), and the host never runs more than ``unseen`` rows past the
+    last length it has seen. So longer rows later in the column grow the room before the ranges that need it run,
     rather than failing their check and running again."""
 
     _AHEAD = 4  # ranges queued (and mapped, when the room grows) ahead of the last one seen
@@ -233,9 +233,11 @@ class Pipeline:
         self.lengths = cp.cuda.alloc_pinned_memory(8 * ranges)
         self.lengths_view = np.frombuffer(self.lengths, dtype=np.int64, count=ranges)
         with mem.on_device():
-            self.totals = cp.full(2, sink.total, dtype=np.int64)  # the data's length before / after a range
-            self.flags = cp.zeros(ranges, dtype=np.int8)
-            self.batch = cp.zeros(rows + 1, dtype=np.int64)
+            self.books = results.RangeBooks(totals=cp.full(2, sink.total, dtype=np.int64),
+                                            flags=cp.zeros(ranges, dtype=np.int8),
+                                            tiles=cp.zeros(ranges, dtype=np.int64),
+                                            status=cp.zeros(results.tiles_of(rows), dtype=np.int64),
+                                            lengths=mem.view(self.lengths.ptr, ranges, np.int64, self.lengths))
             self.no_arena = cp.zeros(STATE_WORDS, dtype=np.int64)  # an arena state that never overflows
         self.parity = 0  # totals[parity]: the length before the next range
 
@@ -277,31 +279,29 @@ class Pipeline:
         launch(self.arena)
         cp, mem = self.cp, self.mem
         with mem.on_device():
-            cp.cumsum(_as_array(mem, pairs)[1:2 * b:2], out=self.batch[1:b + 1])
             event = cp.cuda.Event(disable_timing=True)  # an event belongs to the device current when it is made
+            if k and k % results.EPOCHS == 0:  # the tiles' words come round to an epoch used before
+                self.books.status.fill(0)
         state = self.arena.state if self.arena is not None else self.no_arena
-        results.finish_range(mem, b, self.batch, self.totals, self.parity, self.sink.out, start, limit, state,
-                             self.flags, k, validity)
-        _gather(mem, b, pairs, self.batch, self.base, limit)
+        results.gather_range(mem, b, pairs, self.books, self.parity, self.sink.out, start, self.base, limit, state,
+                             k, validity)
         self.parity ^= 1
-        cp.cuda.runtime.memcpyAsync(self.lengths.ptr + 8 * k, self.totals.data.ptr + 8 * self.parity, 8,
-                                    cp.cuda.runtime.memcpyDeviceToHost, mem.stream.ptr)
         event.record(mem.stream)
         self.seen.append((start + b, event))
 
     def abandon(self) -> None:
-        """An error left the ranges queued: the pinned block their lengths are copied to is kept until those
-        copies ran (``settle`` waits for them; freed before, the pool would hand it out while they write)."""
+        """An error left the ranges queued: the pinned block their kernels write their lengths to is kept until
+        those kernels ran (``settle`` waits for them; freed before, the pool would hand it out while they write)."""
         device_memory.keep_until(runtime.SyncEvent(self.mem.stream, self.mem.device.id), self.lengths)
 
     def settle(self, starts: list[int]) -> int | None:
         """Reads the flags: None when every range held, else the index of the first that did not (the sink is
         set back to that range's start, to run it and the rest again)."""
-        flags = self.flags.get(stream=self.mem.stream)
+        flags = self.books.flags.get(stream=self.mem.stream)
         bad = np.flatnonzero(flags)
         sink = self.sink
         if not len(bad):
-            sink.total = sink.used[-1] = int(self.totals[self.parity].get(stream=self.mem.stream))
+            sink.total = sink.used[-1] = int(self.books.totals[self.parity].get(stream=self.mem.stream))
             return None
         k = int(bad[0])
         sink.total = sink.used[-1] = _scalar(self.mem, _as_array(self.mem, sink.out), starts[k])
