@@ -233,6 +233,7 @@ def test_to_cupy_of_bools_unpacks_after_their_producer_on_cupys_stream(cupy):
     here, ~0.1 s) without the host waiting."""
     slow = cupy.cuda.Stream(non_blocking=True)
     raw = cupy.zeros(4096, dtype=cupy.int64)
+    slow.wait_event(cupy.cuda.get_current_stream().record())  # the zeros first (held back too, under a hold)
     slow_write(cupy, raw, slow)
     got = ad.column(_OnStream(raw, "|b1", slow)).to_cupy()
     want = (np.arange(4096, dtype="<i8") + 1000).view(np.uint8) != 0
