@@ -22,10 +22,14 @@ from .string_results import Arena, _address, _as_array, _gather, _on, _scalar, _
 __all__ = ["Pipeline", "StringSink"]
 
 # A pipelined range's arena: the claim a row measured (by the first range, or the kernel's last call) times this,
-# as execute.batch_rows budgets it; the data's room: its bytes a row times this. Together with the ranges'
-# share of the working set they keep a call within 1.25 x its output (docs/udf.md, "Memory").
+# as execute.batch_rows budgets it; the data's room: its bytes a row times _DATA_MARGIN over the rows the host has
+# not seen yet (at most Pipeline.unseen), times _COLUMN_MARGIN over the whole column when the pipeline starts (the
+# room grows as ranges are seen, so the slack belongs to the unseen rows: 1.1 over the whole column held 0.07 x the
+# output of mapped room unused at 10^8 rows). Together with the ranges' share of the working set they keep a call
+# within 1.25 x its output (docs/udf.md, "Memory").
 _ARENA_MARGIN = 1.125
 _DATA_MARGIN = 1.1
+_COLUMN_MARGIN = 1.03
 
 
 def _passes_int32(data_per_row: float | None, n: int) -> bool:
@@ -199,7 +203,7 @@ class Pipeline:
     overflowed, or its data passed the room (or int32 offsets). :meth:`settle` reads the flags once; the first
     flagged range and those after it run again.
 
-    The data's room is mapped for every row at the first range's rate (with a tenth to spare), and grown as
+    The data's room is mapped for every row at the first range's rate (3% to spare), and grown as
     the ranges are queued where the rows measured since need more: each range's kernel writes its running length
     to pinned host memory (no copy queued, no wait), and the host never runs more than ``unseen`` rows past the
     last length it has seen. So longer rows later in the column grow the room before the ranges that need it run,
@@ -215,7 +219,7 @@ class Pipeline:
         if arena_per_row is not None:
             need = int(arena_per_row * rows * _ARENA_MARGIN) + (64 << 10)
             self.arena = arena if arena is not None and arena.capacity >= need else Arena(mem, need)
-        if self.arena is not None:  # emptied once here; each range's finishing kernel empties it for the next
+        if self.arena is not None:  # emptied here once; each range's gather_range empties it for the next
             self.arena.reset()
         if not sink.buffers:
             sink._room(0)
@@ -227,7 +231,7 @@ class Pipeline:
         self.rate = data_per_row
         # room for every row at the first range's rate, in one growth (a few driver calls): the ranges grow it
         # further only where their rows take more
-        self.grows.grow_to(sink.total + int(data_per_row * (sink.n - done) * _DATA_MARGIN) + (2 << 20))
+        self.grows.grow_to(sink.total + int(data_per_row * (sink.n - done) * _COLUMN_MARGIN) + (2 << 20))
         self.start = self.known = (done, sink.total)  # (rows, data bytes) at the start, and the host has seen so far
         self.seen: list[tuple[int, Any]] = []  # (rows done, event) per range queued, oldest first
         self.lengths = cp.cuda.alloc_pinned_memory(8 * ranges)
