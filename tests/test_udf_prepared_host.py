@@ -90,6 +90,34 @@ def test_a_prepared_string_calls_arena_kept_for_the_next_is_no_leak(general_call
     assert len(general_calls) <= 2  # each layout's first call (the longer column is another)
 
 
+@pytest.mark.parametrize("string_type", ["string", "large_string"])
+def test_a_threads_later_string_calls_make_their_output_in_one_compiled_call(string_type, general_calls, monkeypatch):
+    """Once a thread's prepared call kept its arena, its next calls launch into it and make the output (offsets,
+    data, validity from the rows' flags) in one compiled call after the kernel (``string_results.finish_strings``),
+    without the general launch loop; a call whose rows outgrow the arena takes that loop, with the same values."""
+    from arrowdev.udf.run import string_results
+
+    loops = []
+    loop = string_results.launch_with_arena
+    monkeypatch.setattr(string_results, "launch_with_arena", lambda *a, **k: loops.append(1) or loop(*a, **k))
+    col = ad.column(_nulls(["ab", "", "été", "x" * 40, "ab"] * 600))
+    f = lambda s: s[1] + s.upper() + "!"  # noqa: E731 - s[1] of a string under 2 characters fails: null
+    want = [None if v is None or len(v) < 2 else v[1] + v.upper() + "!" for v in col.to_pylist()]
+    for _ in range(2):  # the general way, then the prepared call's first launch (it keeps its arena)
+        col.apply(f, string_type=string_type)
+    before = len(loops)
+    for _ in range(3):
+        got = col.apply(f, string_type=string_type)
+        assert got.to_pylist() == want and got.null_count == want.count(None)
+        assert got.type == getattr(pa, string_type)()
+        got.to_pyarrow().validate(full=True)
+    assert len(loops) == before, "a later call took the general launch loop"
+    longer = ad.column(_nulls(["é" * 300 + str(i) for i in range(3000)]))  # the same layout, longer rows
+    assert longer.apply(f, string_type=string_type).to_pylist() == [None if v is None else v[1] + v.upper() + "!"
+                                                                   for v in longer.to_pylist()]
+    assert len(general_calls) <= 1 and len(loops) > before  # outgrew the arena: the loop ran it again, larger
+
+
 def test_prepared_strings_of_two_nullable_columns(general_calls):
     a = ad.column(_nulls(["ab", "", "é"] * 300, every=5))
     b = ad.column(_nulls(["x", "yz", ""] * 300, every=4, type=pa.large_string()))[1:]

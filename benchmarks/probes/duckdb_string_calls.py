@@ -3,8 +3,9 @@ compute functions (``bench_hosts.PYARROW``), for bench_hosts.py's string UDFs:
 
 1. one call on a vector of 2048 rows outside DuckDB (the function DuckDB calls, as ``ad.duckdb.register`` makes
    it, against PyArrow's functions on the same PyArrow array): best and median microseconds; then the mean call
-   split into arrowdev's kernel, its gather into the output, and the rest (the Python around them), timed around
-   the prepared call's kernel and ``string_results.gather_with_offsets``;
+   split into arrowdev's kernel, its output made from the kernel's pairs (the gather, offsets and validity: the
+   prepared call's compiled ``finish``, or ``string_results.gather_with_offsets`` on the general way), and the rest
+   (the Python around them), timed around each;
 2. ``SELECT sum(length(f(s))) FROM t`` over ``--rows`` rows on one DuckDB thread and on ``--threads`` (identity,
    PyArrow's functions, arrowdev; best of 5 after a warm-up), with each one's ratio to the identity.
 
@@ -68,7 +69,8 @@ def one_vector(udf: str, calls: int) -> None:
 
 
 def _split(call: Callable[[], Any], calls: int) -> str:
-    """The mean of ``calls`` calls split into the prepared string calls' kernels, their gathers and the rest."""
+    """The mean of ``calls`` calls split into the prepared string calls' kernels, their outputs' making (gathers)
+    and the rest."""
     spent = {"kernel": 0.0, "gather": 0.0}
 
     def timed(fn: Callable, key: str) -> Callable:
@@ -80,10 +82,11 @@ def _split(call: Callable[[], Any], calls: int) -> str:
                 spent[key] += time.perf_counter() - start
         return wrapper
     prepared = [c for c in prepared_host._calls.values() if isinstance(c, prepared_host.HostStringCall)]
-    kernels = [c.kernel for c in prepared]
+    kernels = [(c.kernel, c.finish) for c in prepared]
     gather = string_results.gather_with_offsets
     for c in prepared:
         c.kernel = timed(c.kernel, "kernel")
+        c.finish = timed(c.finish, "gather") if c.finish is not None else None
     string_results.gather_with_offsets = timed(gather, "gather")
     try:
         start = time.perf_counter()
@@ -91,11 +94,11 @@ def _split(call: Callable[[], Any], calls: int) -> str:
             call()
         total = (time.perf_counter() - start) / calls * 1e6
     finally:
-        for c, kernel in zip(prepared, kernels):
-            c.kernel = kernel
+        for c, (kernel, finish) in zip(prepared, kernels):
+            c.kernel, c.finish = kernel, finish
         string_results.gather_with_offsets = gather
     kernel, gather_us = spent["kernel"] / calls * 1e6, spent["gather"] / calls * 1e6
-    return (f"mean call {total:6.1f} us: kernel {kernel:5.1f}, gather {gather_us:4.1f}, "
+    return (f"mean call {total:6.1f} us: kernel {kernel:5.1f}, output (gather) {gather_us:4.1f}, "
             f"the rest (Python) {total - kernel - gather_us:5.1f}")
 
 

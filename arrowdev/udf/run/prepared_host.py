@@ -261,7 +261,7 @@ class HostStringCall(HostCall):
     calls; the arena goes with the call, as ``debug.leak_check`` expects), then the chunk's :class:`StringSink`
     gathers them into the output's buffers in one batch, as execute.py does for a chunk of one range."""
 
-    __slots__ = ("plan", "mem", "key", "input_bytes", "shelf")
+    __slots__ = ("plan", "mem", "key", "input_bytes", "shelf", "finish", "limit")
     MAX_ROWS = 1 << 16  # larger calls go the general way, in ranges of rows that bound their working set
     SHELVED_BYTES = 1 << 20  # an arena up to this size is kept for the thread's next call (its making cost a
     # 2048-row DuckDB call a fifth of its time: scratch block, state array, counts)
@@ -284,6 +284,11 @@ class HostStringCall(HostCall):
         import pyarrow as pa
 
         self.arrow_type = DataType.from_arrow(getattr(pa, plan.string_out)())  # string: large_string past 2 GiB
+        large = plan.string_out == "large_string"
+        # string and large_string outputs: after the kernel, one compiled call makes the output (a call whose
+        # thread has an arena from its last call large enough; the general way after a launch that did not hold)
+        self.finish = results.finish_strings(large) if plan.string_out != "string_view" else None
+        self.limit = 2**62 if large else results.STRING_LIMIT
 
     def takes(self, n: int) -> bool:
         """Whether a call of ``n`` rows is small enough for one arena within the working set (execute.py's
@@ -350,6 +355,9 @@ class HostStringCall(HostCall):
         self.shelf.arena = None  # this call's now (a call made inside it on this thread makes its own)
         if shelved is not None:
             shelved.unshelve()
+            made = self._finished(launch, shelved, pairs, flags, n)
+            if made is not None:
+                return made
         arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True, reuse=shelved)
         keep: list[Any] = []
         exact = self._offsets_and_data(pairs, n)
@@ -374,6 +382,32 @@ class HostStringCall(HostCall):
                 keep.append(bitmap)
                 validity = _address(bitmap)
         return arrow_type, exact, [validity, *out_buffers], keep, bitmap, null_count
+
+    def _finished(self, launch: Callable[[results.Arena], None], arena: results.Arena, pairs: np.ndarray,
+                  flags: np.ndarray, n: int) -> Any:
+        """:meth:`_made`'s result from one launch into ``arena`` (the thread's from its last call) and one compiled
+        call making the output (``results.finish_strings``); None, ``arena`` left to the general way, where the
+        output is a string_view, the arena is smaller than a first launch would take, it overflowed, or the data
+        passes what the offsets address."""
+        if self.finish is None or arena.capacity < results.initial_capacity(self.key, n, self.input_bytes * n):
+            return None
+        arena.reset()
+        launch(arena)
+        claimed, offsets, data, bitmap, null_count = self.finish(n, pairs, flags, flags is not _STAND_IN,
+                                                                 arena.state, self.limit)
+        if null_count < 0:
+            return None
+        results.arena_held(self.key, arena, claimed, n)
+        nbytes = int(offsets[n])
+        results.remember_output(self.key, nbytes + offsets.nbytes, nbytes, n)
+        if arena.capacity <= self.SHELVED_BYTES:
+            arena.shelve()
+            self.shelf.arena = arena
+        keep: list[Any] = [offsets, data]
+        if null_count:
+            keep.append(bitmap)
+        return (self.arrow_type, (offsets, data), [_address(bitmap) if null_count else 0, _address(offsets),
+                                                    _address(data)], keep, bitmap if null_count else None, null_count)
 
     def _offsets_and_data(self, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
         """A ``string`` or ``large_string`` output's offsets and data, exactly sized, gathered from the kernel's

@@ -178,6 +178,16 @@ def initial_capacity(key: Any, n: int, input_bytes: int) -> int:
     return int(per_row * n * 1.125) + 4096
 
 
+def arena_held(key: Any, arena: Arena, claimed: int, n: int, allocates: bool = True) -> None:
+    """After a launch of ``n`` rows whose strings the arena held (``claimed`` bytes): what a row took is learned
+    (from launches of at least LEARN_ROWS rows), and the MemInfos walked where tests ask."""
+    arena.last_claimed = claimed
+    if allocates and n >= LEARN_ROWS and not device_malloc_for_benchmarks:
+        _bytes_per_row[key] = claimed / n
+    if check_meminfos:
+        arena.check_meminfos(claimed)
+
+
 def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int, allocates: bool,
                       reuse: Arena | None = None, reads: Any = None) -> Arena:
     """Runs ``launch(arena)`` until the arena held everything; returns that arena. ``reuse``: the arena of
@@ -202,10 +212,7 @@ def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int,
         if claimed <= arena.capacity:
             if reads is not None:
                 reads.took(values)
-            if allocates and n >= LEARN_ROWS and not device_malloc_for_benchmarks:
-                _bytes_per_row[key] = claimed / n
-            if check_meminfos:
-                arena.check_meminfos(claimed)
+            arena_held(key, arena, claimed, n, allocates)
             return arena
         _count(reruns=1)
         capacity = max(claimed + claimed // 8, 2 * arena.capacity)
@@ -247,6 +254,35 @@ def gather_offsets(n, pairs, offsets, at, total, data_address):
         end += size
         offsets[at + i + 1] = end
 """
+# CPU, a prepared call's string output in one call after its kernel (prepared_host.HostStringCall: a DuckDB vector
+# of 2048 rows spent some 40 us of Python reading the arena's claim, summing the sizes, making the buffers, counting
+# and packing the flags): (the arena's claim, offsets, data, validity bitmap (empty: no nulls), null count), the
+# null count -1 where the arena overflowed and -2 where the data passes `limit` bytes (the caller's general way
+# takes those).
+_FINISH_STRINGS_CPU = _GATHER_OFFSETS_CPU + """
+def finish_strings(n, pairs, flags, has_flags, state, limit):
+    claimed = state[CLAIMED]
+    nbytes = 0
+    for i in range(n):
+        nbytes += pairs[2 * i + 1]
+    if claimed > state[CAPACITY] or nbytes > limit:
+        refused = -1 if claimed > state[CAPACITY] else -2
+        return claimed, np.empty(0, OFFSETS), np.empty(0, np.uint8), np.empty(0, np.uint8), refused
+    offsets = np.empty(n + 1, OFFSETS)
+    offsets[0] = 0
+    data = np.empty(max(nbytes, 1), np.uint8)
+    gather_offsets(n, pairs, offsets, 0, 0, np.int64(data.ctypes.data))
+    nulls = 0
+    if has_flags:
+        for i in range(n):
+            nulls += flags[i] == 0
+    bitmap = np.zeros((n + 7) >> 3 if nulls else 0, np.uint8)
+    if nulls:
+        for i in range(n):
+            if flags[i] != 0:
+                bitmap[i >> 3] |= np.uint8(1 << (i & 7))
+    return claimed, offsets, data, bitmap, nulls
+""".replace("CLAIMED", str(int(ArenaWord.CLAIMED))).replace("CAPACITY", str(int(ArenaWord.CAPACITY)))
 # CPU, string_view: each row's view written (_views_body) and, past 12 bytes, its bytes copied to the data
 # buffer's end, in one pass.
 def _views_body(view: str, long_string: list[str]) -> str:
@@ -464,18 +500,22 @@ def _fixed_kernel(name: str, sources: dict[str, str], entry: str, gpu: bool) -> 
     from ..compile import cache
     from ..compile.strings import intrinsics
 
-    namespace = dict(intrinsics()[target])
+    namespace = dict(intrinsics()[target], np=np)
     namespace["__name__"] = __name__  # numba finds the compiled code's environment through it
     if gpu:
         from numba import cuda
 
-        namespace.update(cuda=cuda, np=np, WARPS=THREADS // 32)
+        namespace.update(cuda=cuda, WARPS=THREADS // 32)
         compiler = cuda.jit
     else:
         import numba
 
         compiler = numba.njit(nogil=True)  # engines gather from several threads at once (DuckDB)
+    before = set(namespace)
     exec(compile(sources[target], f"<arrowdev {name}>", "exec"), namespace)
+    for helper in set(namespace) - before - {entry}:  # functions the entry calls, defined beside it
+        if callable(namespace[helper]):
+            namespace[helper] = compiler(namespace[helper])
     kernel = compiler(namespace[entry])
     kernel._cache = cache.KernelCache(cache.fixed_key((name, target)), target)
     _kernels[(name, target)] = kernel
@@ -547,6 +587,15 @@ def gather_with_offsets(n: int, pairs: Any, offsets: Any, at: int, total: int, d
     their ends, ``total`` on, to ``offsets[at + 1 .. at + n]``."""
     kernel = _fixed_kernel("string gather and offsets", {"cpu": _GATHER_OFFSETS_CPU}, "gather_offsets", False)
     kernel(n, pairs, offsets, np.int64(at), np.int64(total), np.int64(data_address))
+
+
+def finish_strings(large: bool) -> Any:
+    """CPU: the compiled ``finish_strings(n, pairs, flags, has_flags, state, limit)`` of ``_FINISH_STRINGS_CPU``,
+    for int64 offsets where ``large``, else int32."""
+    width = "int64" if large else "int32"
+    return _fixed_kernel(f"string output finished {width}", {"cpu": _FINISH_STRINGS_CPU.replace("OFFSETS",
+                                                                                                f"np.{width}")},
+                         "finish_strings", False)
 
 
 def gather_views(n: int, pairs: Any, views: Any, at: int, buffer: int, total: int, data_address: int) -> None:
