@@ -338,26 +338,27 @@ class HostStringCall(HostCall):
         """The strings the UDF makes over ``n`` rows (:meth:`strings`): (type, the offsets and data arrays where
         they were made exactly sized or None, the buffers' addresses with the validity's first, what the array
         must keep, the validity bitmap or None, the null count)."""
-        pairs = self.recycled.take(2 * n, _I64)
-        flags = self.recycled.take(n, _U8) if self.plan.spec.flags else _STAND_IN
-        args: list[Any] = [0, pairs, flags]
         inputs: list[Any] = []
         for addresses, offset, (reader, nullable) in zip(buffers, offsets, self.readers):
             data, extra = reader(addresses, offset + n)
             validity = _view(addresses[0], (offset + n + 7) >> 3, _U8) if nullable else _STAND_IN
             inputs += (data, validity, offset, extra)
+        kept = getattr(self.shelf, "kept", None)
+        self.shelf.kept = None  # this call's now (a call made inside it on this thread makes its own)
+        shelved = None
+        if kept is not None:
+            made = self._finished(kept, inputs, n)
+            if made is not None:
+                return made
+            shelved = kept[0]
+            shelved.unshelve()
+        pairs = self.recycled.take(2 * n, _I64)
+        flags = self.recycled.take(n, _U8) if self.plan.spec.flags else _STAND_IN
         kernel = self.kernel
 
         def launch(arena: results.Arena) -> None:
-            kernel(n, *args, np.int64(arena.state_address), *inputs)
+            kernel(n, 0, pairs, flags, np.int64(arena.state_address), *inputs)
 
-        shelved = getattr(self.shelf, "arena", None)
-        self.shelf.arena = None  # this call's now (a call made inside it on this thread makes its own)
-        if shelved is not None:
-            shelved.unshelve()
-            made = self._finished(launch, shelved, pairs, flags, n)
-            if made is not None:
-                return made
         arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True, reuse=shelved)
         keep: list[Any] = []
         exact = self._offsets_and_data(pairs, n)
@@ -371,8 +372,8 @@ class HostStringCall(HostCall):
             arrow_type, out_buffers = sink.finish(keep)
             results.remember_output(self.key, sink.nbytes(), sum(sink.used), n)
         if arena.capacity <= self.SHELVED_BYTES:  # its strings copied out (the pairs point into it until here)
-            arena.shelve()
-            self.shelf.arena = arena
+            arena.shelve()  # with scratch pairs and flags of the thread's own for its next calls
+            self.shelf.kept = (arena, np.empty(2 * n, _I64), np.empty(n, _U8) if flags is not _STAND_IN else flags)
         del arena, shelved
         validity, null_count, bitmap = 0, 0, None
         if flags is not _STAND_IN:
@@ -383,26 +384,27 @@ class HostStringCall(HostCall):
                 validity = _address(bitmap)
         return arrow_type, exact, [validity, *out_buffers], keep, bitmap, null_count
 
-    def _finished(self, launch: Callable[[results.Arena], None], arena: results.Arena, pairs: np.ndarray,
-                  flags: np.ndarray, n: int) -> Any:
-        """:meth:`_made`'s result from one launch into ``arena`` (the thread's from its last call) and one compiled
-        call making the output (``results.finish_strings``); None, ``arena`` left to the general way, where the
-        output is a string_view, the arena is smaller than a first launch would take, it overflowed, or the data
-        passes what the offsets address."""
-        if self.finish is None or arena.capacity < results.initial_capacity(self.key, n, self.input_bytes * n):
+    def _finished(self, kept: tuple[results.Arena, np.ndarray, np.ndarray], inputs: list[Any], n: int) -> Any:
+        """:meth:`_made`'s result from the thread's last call's arena and scratch (``kept``): one launch, then one
+        compiled call making the output (``results.finish_strings``), the arena shelved again (it stays out of the
+        live counts meanwhile: a call under way on this thread only); None, ``kept`` left to the general way, where
+        the output is a string_view, the arena or scratch is smaller than this call takes, the arena overflowed,
+        or the data passes what the offsets address."""
+        arena, pairs, flags = kept
+        if (self.finish is None or 2 * n > len(pairs) or flags is not _STAND_IN and n > len(flags)
+                or arena.capacity < results.initial_capacity(self.key, n, self.input_bytes * n)):
             return None
         arena.reset()
-        launch(arena)
+        self.kernel(n, 0, pairs, flags, np.int64(arena.state_address), *inputs)
         claimed, offsets, data, bitmap, null_count = self.finish(n, pairs, flags, flags is not _STAND_IN,
                                                                  arena.state, self.limit)
         if null_count < 0:
             return None
         results.arena_held(self.key, arena, claimed, n)
+        arena.count_released()
         nbytes = int(offsets[n])
         results.remember_output(self.key, nbytes + offsets.nbytes, nbytes, n)
-        if arena.capacity <= self.SHELVED_BYTES:
-            arena.shelve()
-            self.shelf.arena = arena
+        self.shelf.kept = kept
         keep: list[Any] = [offsets, data]
         if null_count:
             keep.append(bitmap)

@@ -119,6 +119,13 @@ class Arena:
         self._counted_out()
         self.shelved = True
 
+    def count_released(self) -> None:
+        """A shelved arena reused by a launch that gives it straight back (a prepared call): the MemInfos walked
+        since (tests' ``check_meminfos``) counted released now, as the arena stays out of the live counts."""
+        if self.meminfos:
+            _count(meminfos_released=self.meminfos)
+            self.meminfos = 0
+
     def unshelve(self) -> None:
         """Taken off the shelf by the call that reuses it: counted live again."""
         _count(arenas_live=1, arena_bytes_live=self.capacity)
