@@ -251,14 +251,14 @@ def test_gpu_string_outputs_over_many_ranges_equal_python(small_ranges, string_t
 @pytest.mark.parametrize("epochs", ["every range its own", "reused every other range"])
 def test_gpu_ranges_of_many_tiles_equal_python(monkeypatch, string_type, epochs):
     """A pipelined range's offsets come from its tiles, each learning the bytes before it from the tiles before
-    (string_results.gather_range's look-back): ranges of some 30 tiles, rows of 0 to 300 bytes (a tile's bytes
+    (string_gathers.gather_range's look-back): ranges of some 30 tiles, rows of 0 to 300 bytes (a tile's bytes
     from a few KiB to hundreds), nulls in and nulls made (each tile packs its rows' validity), against Python,
     offsets checked by PyArrow; with the tiles' words' epochs reused every other range, those are cleared first."""
-    from arrowdev.udf.run import string_results
+    from arrowdev.udf.run import string_gathers
 
     monkeypatch.setattr(execute, "WORKING_SET", 3 << 20)
     if epochs != "every range its own":
-        monkeypatch.setattr(string_results, "EPOCHS", 2)
+        monkeypatch.setattr(string_gathers, "EPOCHS", 2)
     rng = np.random.default_rng(7)
     n = 200_003
     sizes = np.where(rng.random(n) < 0.002, 300, rng.integers(0, 24, n))

@@ -93,7 +93,7 @@ def test_a_prepared_string_calls_arena_kept_for_the_next_is_no_leak(general_call
 @pytest.mark.parametrize("string_type", ["string", "large_string"])
 def test_a_threads_later_string_calls_make_their_output_in_one_compiled_call(string_type, general_calls, monkeypatch):
     """Once a thread's prepared call kept its arena, its next calls launch into it and make the output (offsets,
-    data, validity from the rows' flags) in one compiled call after the kernel (``string_results.finish_strings``),
+    data, validity from the rows' flags) in one compiled call after the kernel (``string_gathers.finish_strings``),
     without the general launch loop; a call whose rows outgrow the arena takes that loop, with the same values."""
     from arrowdev.udf.run import string_results
 

@@ -75,7 +75,7 @@ def _fixed_kernels(out: Path, sums: dict[str, str]) -> None:
     from numba.core import types as nt
 
     from arrowdev.udf.compile.strings import intrinsics
-    from arrowdev.udf.run import string_results as results
+    from arrowdev.udf.run import string_gathers as results
 
     array = lambda dtype: nt.Array(dtype, 1, "C")  # noqa: E731
     i64, u8 = array(nt.int64), array(nt.uint8)

@@ -4,7 +4,7 @@ compute functions (``bench_hosts.PYARROW``), for bench_hosts.py's string UDFs:
 1. one call on a vector of 2048 rows outside DuckDB (the function DuckDB calls, as ``ad.duckdb.register`` makes
    it, against PyArrow's functions on the same PyArrow array): best and median microseconds; then the mean call
    split into arrowdev's kernel, its output made from the kernel's pairs (the gather, offsets and validity: the
-   prepared call's compiled ``finish``, or ``string_results.gather_with_offsets`` on the general way), and the rest
+   prepared call's compiled ``finish``, or ``string_gathers.gather_with_offsets`` on the general way), and the rest
    (the Python around them), timed around each;
 2. ``SELECT sum(length(f(s))) FROM t`` over ``--rows`` rows on one DuckDB thread and on ``--threads`` (identity,
    PyArrow's functions, arrowdev; best of 5 after a warm-up), with each one's ratio to the identity.
@@ -28,7 +28,7 @@ from bench_hosts import PYARROW, UDFS, make_table  # noqa: E402
 
 import arrowdev as ad  # noqa: E402
 import arrowdev.duckdb  # noqa: E402,F401
-from arrowdev.udf.run import prepared_host, string_results  # noqa: E402
+from arrowdev.udf.run import prepared_host, string_gathers  # noqa: E402
 
 
 class _Capturing:
@@ -83,11 +83,11 @@ def _split(call: Callable[[], Any], calls: int) -> str:
         return wrapper
     prepared = [c for c in prepared_host._calls.values() if isinstance(c, prepared_host.HostStringCall)]
     kernels = [(c.kernel, c.finish) for c in prepared]
-    gather = string_results.gather_with_offsets
+    gather = string_gathers.gather_with_offsets
     for c in prepared:
         c.kernel = timed(c.kernel, "kernel")
         c.finish = timed(c.finish, "gather") if c.finish is not None else None
-    string_results.gather_with_offsets = timed(gather, "gather")
+    string_gathers.gather_with_offsets = timed(gather, "gather")
     try:
         start = time.perf_counter()
         for _ in range(calls):
@@ -96,7 +96,7 @@ def _split(call: Callable[[], Any], calls: int) -> str:
     finally:
         for c, (kernel, finish) in zip(prepared, kernels):
             c.kernel, c.finish = kernel, finish
-        string_results.gather_with_offsets = gather
+        string_gathers.gather_with_offsets = gather
     kernel, gather_us = spent["kernel"] / calls * 1e6, spent["gather"] / calls * 1e6
     return (f"mean call {total:6.1f} us: kernel {kernel:5.1f}, output (gather) {gather_us:4.1f}, "
             f"the rest (Python) {total - kernel - gather_us:5.1f}")

@@ -1,4 +1,4 @@
-"""Probe (GPU): the string gather with each number of rows a warp takes (``string_results.GATHER_ROWS``: 32, the
+"""Probe (GPU): the string gather with each number of rows a warp takes (``string_gathers.GATHER_ROWS``: 32, the
 design before, and more, which keep a warp's lanes busy over short rows), over bench_udf_memory.py's column
 (10^8 rows by default; ``--pad N`` puts N bytes before each string, for longer rows): the gathers' GPU time in one
 call (CUDA events around each, the first range's ``_gather`` and the pipelined ranges' ``gather_range``, summed;
@@ -37,7 +37,7 @@ def main() -> None:
     import pyarrow.compute as pc
 
     import arrowdev as ad
-    from arrowdev.udf.run import string_results, string_sink
+    from arrowdev.udf.run import string_gathers, string_sink
 
     n = int(args.rows)
     source = make_strings(n)
@@ -54,13 +54,13 @@ def main() -> None:
             end.record(mem.stream)
             spans.append((start, end))
         return timed_gather
-    string_results._gather = string_sink._gather = timed(string_results._gather)
-    string_results.gather_range = timed(string_results.gather_range)
+    string_gathers._gather = string_sink._gather = timed(string_gathers._gather)
+    string_gathers.gather_range = timed(string_gathers.gather_range)
     samples = np.random.default_rng(3).integers(0, n - 50, 10).tolist()
     for name in args.udfs:
         f = UDFS[name]
         for rows in args.warp_rows:
-            string_results.GATHER_ROWS = rows
+            string_gathers.GATHER_ROWS = rows
             for _ in range(2):
                 column.apply(f)
             gathers, walls = [], []

@@ -27,7 +27,7 @@ import numpy as np
 from ... import _capsules
 from ...core import chunks as _chunked
 from ...core.types import DataType, Device
-from . import string_results as results
+from . import string_gathers as gathers, string_results as results
 from .buffers import Memory, host_address as _address
 from .execute import WORKING_SET
 from .inputs import Input
@@ -287,7 +287,7 @@ class HostStringCall(HostCall):
         large = plan.string_out == "large_string"
         # string and large_string outputs: after the kernel, one compiled call makes the output (a call whose
         # thread has an arena from its last call large enough; the general way after a launch that did not hold)
-        self.finish = results.finish_strings(large) if plan.string_out != "string_view" else None
+        self.finish = gathers.finish_strings(large) if plan.string_out != "string_view" else None
         self.limit = 2**62 if large else results.STRING_LIMIT
 
     def takes(self, n: int) -> bool:
@@ -386,7 +386,7 @@ class HostStringCall(HostCall):
 
     def _finished(self, kept: tuple[results.Arena, np.ndarray, np.ndarray], inputs: list[Any], n: int) -> Any:
         """:meth:`_made`'s result from the thread's last call's arena and scratch (``kept``): one launch, then one
-        compiled call making the output (``results.finish_strings``), the arena shelved again (it stays out of the
+        compiled call making the output (``gathers.finish_strings``), the arena shelved again (it stays out of the
         live counts meanwhile: a call under way on this thread only); None, ``kept`` left to the general way, where
         the output is a string_view, the arena or scratch is smaller than this call takes, the arena overflowed,
         or the data passes what the offsets address."""
@@ -427,7 +427,7 @@ class HostStringCall(HostCall):
         offsets[0] = 0
         data = np.empty(max(nbytes, 1), _U8)
         data_address = _address(data)
-        results.gather_with_offsets(n, pairs, offsets, 0, 0, data_address)
+        gathers.gather_with_offsets(n, pairs, offsets, 0, 0, data_address)
         results.remember_output(self.key, nbytes + offsets.nbytes, nbytes, n)
         return offsets, data
 

@@ -16,8 +16,9 @@ from ...core import layout
 from ...core.types import DataType
 from ...gpu import memory as device_memory, runtime
 from ..compile.strings.meminfo_layout import STATE_WORDS
-from . import string_results as results
-from .string_results import Arena, _address, _as_array, _gather, _on, _scalar, _views
+from . import string_gathers as gathers, string_results as results
+from .string_gathers import _gather, _views
+from .string_results import Arena, _address, _as_array, _on, _scalar
 
 __all__ = ["Pipeline", "StringSink"]
 
@@ -82,9 +83,9 @@ class StringSink:
             nbytes = int(sizes[sizes > 12].sum() if self.views else sizes.sum())  # inline views keep none
             data = self._room(nbytes)
             if self.views:
-                results.gather_views(b, pairs, self.out, start, len(self.buffers) - 1, self.total, data)
+                gathers.gather_views(b, pairs, self.out, start, len(self.buffers) - 1, self.total, data)
             else:
-                results.gather_with_offsets(b, pairs, self.out, start, self.total, data)
+                gathers.gather_with_offsets(b, pairs, self.out, start, self.total, data)
             self.total += nbytes
             self.used[-1] = self.total
             self._widen_early(start, b)
@@ -237,10 +238,10 @@ class Pipeline:
         self.lengths = cp.cuda.alloc_pinned_memory(8 * ranges)
         self.lengths_view = np.frombuffer(self.lengths, dtype=np.int64, count=ranges)
         with mem.on_device():
-            self.books = results.RangeBooks(totals=cp.full(2, sink.total, dtype=np.int64),
+            self.books = gathers.RangeBooks(totals=cp.full(2, sink.total, dtype=np.int64),
                                             flags=cp.zeros(ranges, dtype=np.int8),
                                             tiles=cp.zeros(ranges, dtype=np.int64),
-                                            status=cp.zeros(results.tiles_of(rows), dtype=np.int64),
+                                            status=cp.zeros(gathers.tiles_of(rows), dtype=np.int64),
                                             lengths=mem.view(self.lengths.ptr, ranges, np.int64, self.lengths))
             self.no_arena = cp.zeros(STATE_WORDS, dtype=np.int64)  # an arena state that never overflows
         self.parity = 0  # totals[parity]: the length before the next range
@@ -284,10 +285,10 @@ class Pipeline:
         cp, mem = self.cp, self.mem
         with mem.on_device():
             event = cp.cuda.Event(disable_timing=True)  # an event belongs to the device current when it is made
-            if k and k % results.EPOCHS == 0:  # the tiles' words come round to an epoch used before
+            if k and k % gathers.EPOCHS == 0:  # the tiles' words come round to an epoch used before
                 self.books.status.fill(0)
         state = self.arena.state if self.arena is not None else self.no_arena
-        results.gather_range(mem, b, pairs, self.books, self.parity, self.sink.out, start, self.base, limit, state,
+        gathers.gather_range(mem, b, pairs, self.books, self.parity, self.sink.out, start, self.base, limit, state,
                              k, validity)
         self.parity ^= 1
         event.record(mem.stream)
