@@ -52,6 +52,19 @@ def test_cpu_concat_equals_python(values, suffix, input_type):
     assert out.to_pylist() == reference(f, values)
 
 
+@settings(max_examples=30, deadline=None)
+@given(values=ROWS, method=st.sampled_from(["upper", "lower", "swapcase", "title", "capitalize"]),
+       string_type=st.sampled_from(["string", "large_string", "string_view"]))
+def test_cpu_case_mappings_equal_python(values, method, string_type):
+    """The CPU's upper, lower and swapcase (an ASCII row byte by byte; other rows, and title and capitalize, the
+    shared version) against ``str``'s, over ASCII rows, rows with 2, 3 and 4-byte characters, and nulls."""
+    f = {"upper": lambda s: s.upper() + "|", "lower": lambda s: s.lower() + "|",
+         "swapcase": lambda s: s.swapcase() + "|", "title": lambda s: s.title() + "|",
+         "capitalize": lambda s: s.capitalize() + "|"}[method]
+    out = ad.column(pa.array(values, pa.string())).apply(f, string_type=string_type)
+    assert out.to_pylist() == [None if v is None else getattr(v, method)() + "|" for v in values]
+
+
 def test_cpu_kernels_count_no_string_references():
     """On the CPU the arena owns every string until the host is done with it, and a kernel runs in one thread:
     neither the UDF nor the string operations it calls change a reference count (they were two NRT calls, two

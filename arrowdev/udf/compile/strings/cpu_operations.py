@@ -4,6 +4,9 @@ per byte where a CPU pays for it. They replace helpers of ``operations`` by name
 (``benchmarks/probes/cuda_sources.py`` checks their source and PTX).
 
 - ``concat`` (``a + b``): byte by byte.
+- ``_case`` (``upper``, ``lower``, ``swapcase``): an ASCII row byte by byte, in one pass after a check that it is
+  ASCII (the shared version sizes the result in a pass of its own, then writes through the word writer's helper
+  calls: 60 ns a row of 7 bytes at 10^6 rows, three times PyArrow's ``utf8_upper``); other rows the shared way.
 - ``_replace``: ``s.replace(old, new[, count])`` with a non-empty ``old`` no longer counts the characters of
   ``s`` first (only an empty ``old`` needs them), and a byte compares with ``old``'s first byte before a
   match is tried. Where ``new`` is no longer than ``old`` the result is written in one pass into a block of
@@ -74,8 +77,31 @@ def concat(a, b):
     return out
 
 
-CPU_HELPERS = {"_replace": _replace, "concat": concat}
-GENERAL = ("_replace",)  # the shared versions these call (as ``_replace_general``) for what they do not do
+def _case(s, mode):
+    """``operations._case`` (the same result) for a CPU: an ASCII row under upper, lower or swapcase (modes 0-2)
+    mapped byte by byte into a block of its own size; other rows, and title and capitalize, the shared version
+    (which sizes the result in a pass of its own and writes through the word writer's helper calls)."""
+    n = size_of(s)
+    if mode > 2:
+        return _case_general(s, mode)
+    for q in range(n):
+        if byte_at(s, q) >= 0x80:
+            return _case_general(s, mode)
+    out = new_string(n)
+    if size_of(out) < n:  # the arena is full: an empty string, and the host runs the launch again
+        return out
+    for q in range(n):
+        b = byte_at(s, q)
+        if mode != 1 and 97 <= b <= 122:  # a-z, upper or swapcase
+            b -= 32
+        elif mode != 0 and 65 <= b <= 90:  # A-Z, lower or swapcase
+            b += 32
+        set_byte(out, q, b)
+    return out
+
+
+CPU_HELPERS = {"_replace": _replace, "concat": concat, "_case": _case}
+GENERAL = ("_replace", "_case")  # the shared versions these call (as ``_replace_general``...) for what they do not do
 
 
 def bind_cpu(names: dict[str, Any]) -> dict[str, Any]:
