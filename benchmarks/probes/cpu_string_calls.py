@@ -6,7 +6,7 @@ page faults a call takes (fresh pages the kernel zeroes on first touch), and wha
 above the first call's start (kept scratch included). The figures behind docs/strings.md ("What the CPU does")
 and docs/udf.md ("Scratch kept between CPU calls"): run it on two checkouts to compare.
 
-    python3 benchmarks/probes/cpu_string_calls.py [--rows 1000000]
+    python3 benchmarks/probes/cpu_string_calls.py [--rows 1000000] [--udfs "s.upper()" "s + '!'"]
 """
 import argparse
 import resource
@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 WORDS = ["alpha", "beta", "gamma", "delta", "épsilon", "zeta", "eta", "theta", "iota", "kappa"]
-UDFS = {"s + '!'": ("s", lambda s: s + "!"), "s.upper() + '!'": ("s", lambda s: s.upper() + "!"),
+UDFS = {"s + '!'": ("s", lambda s: s + "!"), "s.upper()": ("s", lambda s: s.upper()),
+        "s.upper() + '!'": ("s", lambda s: s.upper() + "!"),
         "s.replace('a', 'b')": ("s", lambda s: s.replace("a", "b")), "s (its input)": ("s", lambda s: s),
         "x * 2 + 1": ("x", lambda v: v * 2 + 1), "x > 0.5": ("x", lambda v: v > 0.5)}
 
@@ -75,12 +76,13 @@ def one(name: str, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--udfs", nargs="+", default=list(UDFS), choices=list(UDFS))
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         return one(args.one, args.rows)
     print(f"{args.rows:,} rows")
-    for name in UDFS:
+    for name in args.udfs:
         subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--one", name], check=True)
 
 
