@@ -118,6 +118,22 @@ def test_a_threads_later_string_calls_make_their_output_in_one_compiled_call(str
     assert len(general_calls) <= 1 and len(loops) > before  # outgrew the arena: the loop ran it again, larger
 
 
+def test_a_call_that_outgrew_its_threads_arena_sizes_the_next_run_from_that_claim(general_calls):
+    """Where a thread's kept arena overflows, the general loop's first run is sized from that launch's claim
+    (exact here: ``s + "!"`` makes one string a row whatever else failed), so it holds: no re-run on top."""
+    from arrowdev.udf.run import string_results
+
+    f = lambda s: s + "!"  # noqa: E731
+    short = ad.column(_nulls(["ab", "c", ""] * 800))
+    for _ in range(3):  # the general way, the prepared call's first launch, one into its kept arena
+        short.apply(f)
+    longer = ad.column(_nulls(["x" * 500 + str(i) for i in range(2400)]))
+    reruns = string_results.managed_string_stats()["reruns"]
+    assert longer.apply(f).to_pylist() == [None if v is None else v + "!" for v in longer.to_pylist()]
+    assert string_results.managed_string_stats()["reruns"] == reruns
+    assert len(general_calls) <= 1
+
+
 def test_prepared_strings_of_two_nullable_columns(general_calls):
     a = ad.column(_nulls(["ab", "", "é"] * 300, every=5))
     b = ad.column(_nulls(["x", "yz", ""] * 300, every=4, type=pa.large_string()))[1:]

@@ -359,7 +359,9 @@ class HostStringCall(HostCall):
         def launch(arena: results.Arena) -> None:
             kernel(n, 0, pairs, flags, np.int64(arena.state_address), *inputs)
 
-        arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True, reuse=shelved)
+        outgrown = shelved.last_claimed if shelved is not None and shelved.last_claimed > shelved.capacity else 0
+        arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True, reuse=shelved,
+                                          outgrown=outgrown)
         keep: list[Any] = []
         exact = self._offsets_and_data(pairs, n)
         if exact is not None:
@@ -399,6 +401,7 @@ class HostStringCall(HostCall):
         claimed, offsets, data, bitmap, null_count = self.finish(n, pairs, flags, flags is not _STAND_IN,
                                                                  arena.state, self.limit)
         if null_count < 0:
+            arena.last_claimed = claimed  # the general loop starts from it where the arena overflowed
             return None
         results.arena_held(self.key, arena, claimed, n)
         arena.count_released()

@@ -195,13 +195,16 @@ def arena_held(key: Any, arena: Arena, claimed: int, n: int, allocates: bool = T
 
 
 def launch_with_arena(key: Any, launch: Any, mem: Any, n: int, input_bytes: int, allocates: bool,
-                      reuse: Arena | None = None, reads: Any = None) -> Arena:
+                      reuse: Arena | None = None, reads: Any = None, outgrown: int = 0) -> Arena:
     """Runs ``launch(arena)`` until the arena held everything; returns that arena. ``reuse``: the arena of
     the batch before, taken again (its strings are no longer needed: work queued after theirs overwrites
     them) when it is large enough. ``reads`` (a GPU): what else the host needs of each launch, read in the same
     wait as the arena's claim: ``reads.queue()`` queues work after the launch and names the device values to
-    read, ``reads.took(values)`` gets them after the launch that held."""
+    read, ``reads.took(values)`` gets them after the launch that held. ``outgrown``: the claim of a launch of the
+    same rows that already overflowed an arena (the first run is sized from it, as a re-run here is)."""
     capacity = initial_capacity(key, n, input_bytes) if allocates else 0
+    if outgrown:
+        capacity = max(capacity, outgrown + outgrown // 8)
     for run in range(MAX_RUNS):
         if reuse is not None and reuse.capacity >= capacity:
             arena, reuse = reuse, None
