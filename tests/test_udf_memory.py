@@ -375,6 +375,33 @@ def test_gpu_chained_udf_at_1e8_rows_stays_within_the_bound():
         assert out[start:start + 50].to_pylist() == expected(source.slice(start, 50)).to_pylist()
 
 
+def _libcudf_peak_per_output() -> dict[str, float]:
+    """libcudf's peak / output per UDF at 10^8 rows, as ``benchmarks/bench_udf_memory.py`` recorded it (RMM's
+    statistics, cuDF beside arrowdev in the same run): the figure arrowdev's peak is held to."""
+    import json
+    from pathlib import Path
+
+    record = json.loads((Path(__file__).parents[1] / "benchmarks" / "results" / "bench_udf_memory.json").read_text())
+    return {row["udf"]: row["libcudf_peak_bytes"] / row["libcudf_output_bytes"] for row in record["rows"]
+            if row.get("libcudf_peak_bytes")}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["upper", "replace"])
+def test_gpu_one_operation_at_1e8_rows_peaks_below_libcudf(name):
+    """Where libcudf has one kernel for the operation (its peak about 1.2 x its output), a call's range working
+    set (execute.WORKING_SET and OUTPUT_SHARE) keeps arrowdev's peak at or below libcudf's."""
+    theirs = _libcudf_peak_per_output()[name]
+    source = strings(10**8, nulls=False)
+    col = ad.column(source).to_device()
+    f, expected = UDFS[name]
+    col.apply(f)  # the kernel's last call: the later ranges are sized as a user's second call sizes them
+    out, peak = _peak_of(lambda: col.apply(f))
+    assert peak <= theirs * out.nbytes, (name, peak / out.nbytes, theirs)
+    for start in np.random.default_rng(5).integers(0, 10**8 - 50, 10).tolist():
+        assert out[start:start + 50].to_pylist() == expected(source.slice(start, 50)).to_pylist()
+
+
 @pytest.mark.gpu
 def test_gpu_a_limit_below_the_old_need_still_completes():
     """The code before ranges sized a string arena of 2 x the input + 96 bytes a row at once (about 1.1 GB
