@@ -105,3 +105,15 @@ def test_duckdb_batches_from_buffers_agree_with_the_general_path(name, f, arrays
     fast = udf.pyarrow_call(arrays)
     assert fast is not None and fast.type == general.type and fast.null_count == general.null_count
     assert fast.equals(general) and fast.to_pylist() == reference(f, *[a.to_pylist() for a in arrays])
+
+
+def test_a_host_that_does_not_import_names_the_extra(con, monkeypatch):
+    """The engine is taken from the modules imported already (an inline expression asks each query), and one that
+    is not there still says which extra to install."""
+    import sys
+
+    from arrowdev.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb raises ImportError
+    with pytest.raises(MissingDependencyError, match=r"arrowdev\.duckdb needs duckdb.*pip install"):
+        ad.duckdb.register(con, "f", piecewise, ["DOUBLE"])
