@@ -315,18 +315,18 @@ class HostStringCall(HostCall):
         buffers' addresses and offsets (:meth:`strings`)."""
         import pyarrow as pa
 
-        arrow_type, arrays, addresses, keep, bitmap, null_count = self._made(buffers, offsets, n)
+        arrow_type, arrays, out_buffers, keep, bitmap, null_count = self._made(buffers, offsets, n)
         if arrays is not None:  # straight from the NumPy arrays (the held array's export and import cost 3x)
             bits = pa.py_buffer(bitmap) if bitmap is not None else None
             return pa.Array.from_buffers(out_type, n, [bits, *(pa.py_buffer(a) for a in arrays)], null_count)
-        held = self._held(arrow_type, n, null_count, addresses, keep)
+        held = self._held(arrow_type, n, null_count, _addresses(arrays, out_buffers, bitmap), keep)
         return pa.Array._import_from_c_capsule(*held.export_pair(False))
 
     def strings(self, buffers: list[tuple[int, ...]], offsets: list[int], n: int) -> tuple[DataType, Any]:
         """(type, held array) of the strings the UDF makes over ``n`` rows of inputs given by their buffers'
         addresses and offsets (a row the kernel flags, null in or failed, is null)."""
-        arrow_type, _, addresses, keep, _, null_count = self._made(buffers, offsets, n)
-        return arrow_type, self._held(arrow_type, n, null_count, addresses, keep)
+        arrow_type, arrays, out_buffers, keep, bitmap, null_count = self._made(buffers, offsets, n)
+        return arrow_type, self._held(arrow_type, n, null_count, _addresses(arrays, out_buffers, bitmap), keep)
 
     def _held(self, arrow_type: DataType, n: int, null_count: int, addresses: list[int], keep: list[Any]) -> Any:
         """The held array over the buffers at ``addresses`` (the validity's first), keeping ``keep`` alive."""
@@ -334,10 +334,11 @@ class HostStringCall(HostCall):
                                device_id=self.mem.device.id, keepalive=keep)
 
     def _made(self, buffers: list[tuple[int, ...]], offsets: list[int],
-              n: int) -> tuple[DataType, tuple[np.ndarray, np.ndarray] | None, list[int], list[Any], Any, int]:
+              n: int) -> tuple[DataType, tuple[np.ndarray, np.ndarray] | None, list[int] | None, list[Any], Any, int]:
         """The strings the UDF makes over ``n`` rows (:meth:`strings`): (type, the offsets and data arrays where
-        they were made exactly sized or None, the buffers' addresses with the validity's first, what the array
-        must keep, the validity bitmap or None, the null count)."""
+        they were made exactly sized or else None, the addresses of the buffers after the validity where the arrays
+        are None (:func:`_addresses` makes the whole list), what the array must keep, the validity bitmap or None,
+        the null count)."""
         inputs: list[Any] = []
         for addresses, offset, (reader, nullable) in zip(buffers, offsets, self.readers):
             data, extra = reader(addresses, offset + n)
@@ -363,10 +364,11 @@ class HostStringCall(HostCall):
         arena = results.launch_with_arena(self.key, launch, self.mem, n, self.input_bytes * n, True, reuse=shelved,
                                           outgrown=outgrown)
         keep: list[Any] = []
+        out_buffers: list[int] | None = None
         exact = self._offsets_and_data(pairs, n)
         if exact is not None:
             keep += exact
-            arrow_type, out_buffers = self.arrow_type, [_address(a) for a in exact]
+            arrow_type = self.arrow_type
         else:  # string_view, or string data past what int32 offsets address: the chunk's sink (as execute.py)
             learned = results.output_per_row(self.key)  # int64 offsets from the start where it says so
             sink = StringSink(self.mem, n, self.plan.string_out, 1, learned and learned[1])
@@ -377,14 +379,13 @@ class HostStringCall(HostCall):
             arena.shelve()  # with scratch pairs and flags of the thread's own for its next calls
             self.shelf.kept = (arena, np.empty(2 * n, _I64), np.empty(n, _U8) if flags is not _STAND_IN else flags)
         del arena, shelved
-        validity, null_count, bitmap = 0, 0, None
+        null_count, bitmap = 0, None
         if flags is not _STAND_IN:
             null_count = n - int(np.count_nonzero(flags))
             if null_count:
                 bitmap = np.packbits(flags, bitorder="little")
                 keep.append(bitmap)
-                validity = _address(bitmap)
-        return arrow_type, exact, [validity, *out_buffers], keep, bitmap, null_count
+        return arrow_type, exact, out_buffers, keep, bitmap, null_count
 
     def _finished(self, kept: tuple[results.Arena, np.ndarray, np.ndarray], inputs: list[Any], n: int) -> Any:
         """:meth:`_made`'s result from the thread's last call's arena and scratch (``kept``): one launch, then one
@@ -411,8 +412,7 @@ class HostStringCall(HostCall):
         keep: list[Any] = [offsets, data]
         if null_count:
             keep.append(bitmap)
-        return (self.arrow_type, (offsets, data), [_address(bitmap) if null_count else 0, _address(offsets),
-                                                    _address(data)], keep, bitmap if null_count else None, null_count)
+        return self.arrow_type, (offsets, data), None, keep, bitmap if null_count else None, null_count
 
     def _offsets_and_data(self, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
         """A ``string`` or ``large_string`` output's offsets and data, exactly sized, gathered from the kernel's
@@ -433,6 +433,13 @@ class HostStringCall(HostCall):
         gathers.gather_with_offsets(n, pairs, offsets, 0, 0, data_address)
         results.remember_output(self.key, nbytes + offsets.nbytes, nbytes, n)
         return offsets, data
+
+
+def _addresses(arrays: tuple[np.ndarray, ...] | None, out_buffers: list[int] | None, bitmap: Any) -> list[int]:
+    """The buffers' addresses, the validity's first, of :meth:`HostStringCall._made`'s result (a PyArrow array
+    made from its NumPy arrays needs none: worked out only for a held array)."""
+    values = [_address(a) for a in arrays] if arrays is not None else out_buffers
+    return [_address(bitmap) if bitmap is not None else 0, *(values or [])]
 
 
 def pyarrow_runner(call: HostCall, f: Callable, types: tuple, out_type: Any) -> Callable[[Any, bool], Any] | None:
